@@ -1,0 +1,1145 @@
+/*
+ * swim.c — SWIM membership with Lifeguard, as a state machine fed with packets and time.
+ *
+ * Shape:
+ *   - The member table is two dense parallel arrays (records and bookkeeping), so a full
+ *     state sync can hand out the records as they are; reaping swaps the last entry into
+ *     the hole. Slot 0 is always this member. A name index (open addressing) finds entries.
+ *   - Failure detection runs one probe per protocol period over a shuffled round-robin
+ *     list: PING, then after the probe timeout PING_REQ through k others, then at the end
+ *     of the period suspicion. Lifeguard's local health stretches both our timeout and our
+ *     period when we are the slow one, and suspicion timeouts shrink as independent
+ *     accusers confirm (memberlist's formula).
+ *   - Dissemination: every accepted change is queued for retransmit_mult*ceil(log10(N+1))
+ *     sends; packets take queued records round-robin until the byte budget is reached, so
+ *     every piece of news gets its turn. One record per member: newer news replaces older.
+ *   - Outputs are queues drained by the caller (packets, syncs, events); nothing here
+ *     blocks, allocates per packet, or reads a clock.
+ */
+#include "swim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "rand.h"
+
+/** Queued control messages awaiting rd_swim_poll_send(). */
+#define OUT_QUEUE_MAX 1024
+/** Indirect probes we relay for others at once. */
+#define RELAYS_MAX 64
+/** Full-state exchanges queued at once. */
+#define SYNC_QUEUE_MAX 16
+/** Member changes queued for the caller. */
+#define EVENT_QUEUE_MAX 4096
+/** Distinct accusers remembered per suspicion (enough for any suspicion_mult in use). */
+#define ACCUSERS_MAX 8
+/** Seeds remembered for joining. */
+#define SEEDS_MAX 16
+/** Checksum-triggered syncs: at most one per this many probe intervals. */
+#define MISMATCH_SYNC_PERIODS 5
+
+_Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_NAME_MAX +
+                       RD_ZONE_MAX + RD_TAGS_MAX + RD_NAME_MAX <=
+                   RD_PACKET_BUDGET,
+               "a packet must fit one message and the largest member record");
+
+/* Bookkeeping beside each member record. */
+struct entry {
+    uint64_t changed_ms;        /* last status change, for tombstone reaping */
+    uint64_t suspect_start_ms;  /* when the current suspicion began */
+    uint64_t suspect_deadline_ms;
+    uint64_t accusers[ACCUSERS_MAX]; /* name hashes of distinct accusers */
+    uint32_t naccusers;
+    uint32_t tx_left;           /* sends of the current record still due */
+    int32_t pending_pos;        /* position in s->pending, -1 when nothing is due */
+};
+
+/* An outgoing control message. */
+struct out {
+    struct rd_addr to;
+    struct rd_msg msg;
+    char to_name[RD_NAME_MAX + 1]; /* for the buddy system: suspect news goes first */
+};
+
+/* A PING_REQ we are relaying: our ping's seq and whom to answer. */
+struct relay {
+    uint32_t our_seq, their_seq;
+    struct rd_addr requester;
+    uint64_t deadline_ms;
+};
+
+struct probe {
+    bool active;
+    bool indirect_sent;
+    uint32_t seq;
+    char target[RD_NAME_MAX + 1];
+    uint64_t sent_ms, timeout_ms, period_end_ms;
+    uint32_t nacks_expected, nacks;
+};
+
+struct rd_swim {
+    struct rd_swim_config cfg;
+    struct rd_rand rng;
+    uint32_t seq;
+
+    /* member table: members[i] and meta[i], 0 is self */
+    struct rd_member *members;
+    struct entry *meta;
+    size_t count, cap;
+    uint32_t *index;            /* name hash table of (entry index + 1), 0 = empty */
+    size_t index_cap;           /* power of two, > 2 * cap */
+
+    uint32_t *pending;          /* entries with tx_left > 0 */
+    size_t npending, pending_cursor;
+
+    uint32_t *probe_order;      /* shuffled entry indexes; rebuilt when exhausted */
+    size_t probe_len, probe_pos;
+    struct probe probe;
+    uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms;
+    uint64_t last_mismatch_sync_ms;
+    uint32_t health;
+
+    struct out *outq;           /* ring buffer */
+    size_t out_head, out_len;
+    struct relay relays[RELAYS_MAX];
+    size_t nrelays;
+    struct rd_addr syncq[SYNC_QUEUE_MAX];
+    size_t nsync;
+    struct rd_swim_event *events; /* ring buffer, grows to EVENT_QUEUE_MAX */
+    size_t ev_head, ev_len, ev_cap;
+
+    struct rd_addr seeds[SEEDS_MAX];
+    size_t nseeds;
+    bool joined;
+    uint64_t join_next_ms;
+    uint32_t join_backoff_ms;
+
+    bool leaving;
+    uint64_t checksum;
+    bool checksum_dirty;
+
+    struct rd_member *scratch;  /* piggyback and sync records handed to the caller */
+    size_t scratch_cap;
+    struct rd_swim_stats stats;
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static uint64_t name_hash(const char *name)
+{
+    return XXH3_64bits(name, strlen(name));
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static bool in_ring(uint8_t status)
+{
+    return status == RD_ALIVE || status == RD_SUSPECT;
+}
+
+/* Members that are alive or suspect, self included: the N of SWIM's formulas. */
+static size_t live_count(const struct rd_swim *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->count; i++)
+        n += in_ring(s->members[i].status);
+    return n;
+}
+
+void rd_swim_config_default(struct rd_swim_config *cfg)
+{
+    *cfg = (struct rd_swim_config){
+        .probe_interval_ms = 1000,
+        .probe_timeout_ms = 500,
+        .indirect_checks = 3,
+        .gossip_interval_ms = 200,
+        .gossip_fanout = 3,
+        .retransmit_mult = 4,
+        .suspicion_mult = 4,
+        .suspicion_max_mult = 6,
+        .sync_interval_ms = 30000,
+        .join_retry_max_ms = 30000,
+        .tombstone_ms = 3600000,
+        .awareness_max = 8,
+    };
+}
+
+/* ---------------------------------------------------------------- name index */
+
+static size_t index_slot(const struct rd_swim *s, const char *name, bool *found)
+{
+    size_t mask = s->index_cap - 1;
+    size_t i = (size_t)name_hash(name) & mask;
+    for (;; i = (i + 1) & mask) {
+        uint32_t v = s->index[i];
+        if (v == 0) {
+            *found = false;
+            return i;
+        }
+        if (strcmp(s->members[v - 1].name, name) == 0) {
+            *found = true;
+            return i;
+        }
+    }
+}
+
+static int find_entry(const struct rd_swim *s, const char *name)
+{
+    bool found;
+    size_t slot = index_slot(s, name, &found);
+    return found ? (int)s->index[slot] - 1 : -1;
+}
+
+/* Removes `name` from the index, shifting back later entries of its probe run. */
+static void index_remove(struct rd_swim *s, const char *name)
+{
+    bool found;
+    size_t mask = s->index_cap - 1;
+    size_t hole = index_slot(s, name, &found);
+    if (!found)
+        return;
+    s->index[hole] = 0;
+    for (size_t i = (hole + 1) & mask; s->index[i] != 0; i = (i + 1) & mask) {
+        size_t home = (size_t)name_hash(s->members[s->index[i] - 1].name) & mask;
+        /* move i into the hole if its home is not cyclically within (hole, i] */
+        bool stays = hole < i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (!stays) {
+            s->index[hole] = s->index[i];
+            s->index[i] = 0;
+            hole = i;
+        }
+    }
+}
+
+static int grow_table(struct rd_swim *s)
+{
+    if (s->count < s->cap)
+        return 0;
+    size_t cap = s->cap * 2;
+    if (cap > RD_MAX_MEMBERS)
+        cap = RD_MAX_MEMBERS;
+    if (cap <= s->count)
+        return -1;
+    struct rd_member *m = realloc(s->members, cap * sizeof *m);
+    if (!m)
+        return -1;
+    s->members = m;
+    struct entry *e = realloc(s->meta, cap * sizeof *e);
+    if (!e)
+        return -1;
+    s->meta = e;
+    uint32_t *p = realloc(s->pending, cap * sizeof *p);
+    if (!p)
+        return -1;
+    s->pending = p;
+    uint32_t *o = realloc(s->probe_order, cap * sizeof *o);
+    if (!o)
+        return -1;
+    s->probe_order = o;
+    size_t icap = s->index_cap;
+    while (icap <= 2 * cap)
+        icap *= 2;
+    if (icap != s->index_cap) {
+        uint32_t *idx = calloc(icap, sizeof *idx);
+        if (!idx)
+            return -1;
+        free(s->index);
+        s->index = idx;
+        s->index_cap = icap;
+        for (size_t i = 0; i < s->count; i++) {
+            bool found;
+            s->index[index_slot(s, s->members[i].name, &found)] = (uint32_t)i + 1;
+        }
+    }
+    s->cap = cap;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- dissemination */
+
+static uint32_t retransmit_limit(const struct rd_swim *s)
+{
+    double n = (double)live_count(s);
+    return s->cfg.retransmit_mult * (uint32_t)ceil(log10(n + 1.0));
+}
+
+static void pending_remove(struct rd_swim *s, uint32_t i)
+{
+    int32_t pos = s->meta[i].pending_pos;
+    if (pos < 0)
+        return;
+    uint32_t last = s->pending[--s->npending];
+    s->pending[pos] = last;
+    s->meta[last].pending_pos = pos;
+    s->meta[i].pending_pos = -1;
+    s->meta[i].tx_left = 0;
+}
+
+/* Queues member i's current record for dissemination, replacing older news about it. */
+static void broadcast(struct rd_swim *s, uint32_t i)
+{
+    s->meta[i].tx_left = retransmit_limit(s);
+    if (s->meta[i].pending_pos < 0) {
+        s->meta[i].pending_pos = (int32_t)s->npending;
+        s->pending[s->npending++] = i;
+    }
+}
+
+static size_t record_size(const struct rd_member *m)
+{
+    return RD_WIRE_MEMBER_BASE + strlen(m->name) + strlen(m->zone) + strlen(m->tags) +
+           strlen(m->accuser);
+}
+
+/* Adds record i to the packet scratch if it fits; returns false when it does not. */
+static bool take_record(struct rd_swim *s, uint32_t i, size_t *budget, size_t *n)
+{
+    size_t size = record_size(&s->members[i]);
+    if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS)
+        return false;
+    for (size_t k = 0; k < *n; k++)
+        if (strcmp(s->scratch[k].name, s->members[i].name) == 0)
+            return true; /* already on board */
+    s->scratch[(*n)++] = s->members[i];
+    *budget -= size;
+    return true;
+}
+
+/* Fills pkt's members with queued news, the destination's own suspicion first (buddy). */
+static void piggyback(struct rd_swim *s, const char *to_name, size_t nmsgs,
+                      struct rd_packet *pkt)
+{
+    size_t budget = RD_PACKET_BUDGET - RD_WIRE_HEADER_MAX - nmsgs * RD_WIRE_MSG_MAX;
+    size_t n = 0;
+    if (to_name && to_name[0]) {
+        int d = find_entry(s, to_name);
+        if (d > 0 && s->members[d].status == RD_SUSPECT)
+            take_record(s, (uint32_t)d, &budget, &n);
+    }
+    size_t tries = s->npending;
+    while (tries-- > 0 && s->npending > 0) {
+        if (s->pending_cursor >= s->npending)
+            s->pending_cursor = 0;
+        uint32_t i = s->pending[s->pending_cursor];
+        if (!take_record(s, i, &budget, &n))
+            break;
+        if (--s->meta[i].tx_left == 0)
+            pending_remove(s, i); /* the last one moved into the cursor's place */
+        else
+            s->pending_cursor++;
+    }
+    pkt->nmembers = n;
+    pkt->members = s->scratch;
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+static void push_event(struct rd_swim *s, uint32_t i, uint8_t old_status, bool is_new)
+{
+    if (s->ev_len == s->ev_cap) {
+        size_t cap = s->ev_cap ? s->ev_cap * 2 : 16;
+        struct rd_swim_event *ev = cap <= EVENT_QUEUE_MAX ? malloc(cap * sizeof *ev) : NULL;
+        if (!ev) {
+            s->stats.events_dropped++;
+            return;
+        }
+        for (size_t k = 0; k < s->ev_len; k++)
+            ev[k] = s->events[(s->ev_head + k) % s->ev_cap];
+        free(s->events);
+        s->events = ev;
+        s->ev_cap = cap;
+        s->ev_head = 0;
+    }
+    struct rd_swim_event *ev = &s->events[(s->ev_head + s->ev_len++) % s->ev_cap];
+    ev->member = s->members[i];
+    ev->old_status = old_status;
+    ev->is_new = is_new;
+    ev->self = i == 0;
+}
+
+static void send_msg(struct rd_swim *s, const struct rd_addr *to, const char *to_name,
+                     const struct rd_msg *msg)
+{
+    if (s->out_len == OUT_QUEUE_MAX || to->family == 0)
+        return; /* a full queue drops: the protocol tolerates loss by design */
+    struct out *o = &s->outq[(s->out_head + s->out_len++) % OUT_QUEUE_MAX];
+    o->to = *to;
+    o->msg = *msg;
+    snprintf(o->to_name, sizeof o->to_name, "%s", to_name ? to_name : "");
+}
+
+static void queue_sync(struct rd_swim *s, const struct rd_addr *to)
+{
+    if (s->nsync == SYNC_QUEUE_MAX || to->family == 0 || rd_addr_equal(to, &s->members[0].addr))
+        return;
+    for (size_t i = 0; i < s->nsync; i++)
+        if (rd_addr_equal(&s->syncq[i], to))
+            return;
+    s->syncq[s->nsync++] = *to;
+}
+
+/* ---------------------------------------------------------------- member table */
+
+static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t now_ms)
+{
+    if (s->members[i].status != status)
+        s->meta[i].changed_ms = now_ms;
+    s->members[i].status = status;
+    if (status != RD_SUSPECT)
+        s->members[i].accuser[0] = '\0';
+    s->checksum_dirty = true;
+}
+
+static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmations)
+{
+    double n = (double)live_count(s);
+    double scale = n > 10.0 ? log10(n) : 1.0;
+    double min = s->cfg.suspicion_mult * scale * s->cfg.probe_interval_ms;
+    double max = s->cfg.suspicion_max_mult * min;
+    /* Lifeguard: expect mult-2 independent confirmations if enough members can give them */
+    double k = (double)s->cfg.suspicion_mult - 2.0;
+    if (n - 2.0 < k)
+        k = 0.0;
+    if (k < 1.0)
+        return (uint64_t)min;
+    double t = max - log(confirmations + 1.0) / log(k + 1.0) * (max - min);
+    return (uint64_t)(t < min ? min : t);
+}
+
+/* Records `accuser` against suspect i; true if it is a new, independent confirmation. */
+static bool add_accuser(struct rd_swim *s, uint32_t i, const char *accuser)
+{
+    struct entry *e = &s->meta[i];
+    if (!accuser[0])
+        return false;
+    uint64_t h = name_hash(accuser);
+    for (uint32_t k = 0; k < e->naccusers; k++)
+        if (e->accusers[k] == h)
+            return false;
+    if (e->naccusers == ACCUSERS_MAX)
+        return false;
+    e->accusers[e->naccusers++] = h;
+    return true;
+}
+
+static void start_suspicion(struct rd_swim *s, uint32_t i, const char *accuser, uint64_t now_ms)
+{
+    struct entry *e = &s->meta[i];
+    e->naccusers = 0;
+    add_accuser(s, i, accuser);
+    e->suspect_start_ms = now_ms;
+    /* the first accuser does not count as a confirmation */
+    e->suspect_deadline_ms = now_ms + suspicion_timeout(s, 0);
+    snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
+}
+
+static void confirm_suspicion(struct rd_swim *s, uint32_t i, const char *accuser)
+{
+    struct entry *e = &s->meta[i];
+    if (!add_accuser(s, i, accuser))
+        return;
+    e->suspect_deadline_ms = e->suspect_start_ms + suspicion_timeout(s, e->naccusers - 1);
+    snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
+    broadcast(s, i); /* let others count this confirmation too */
+}
+
+static void probe_order_insert(struct rd_swim *s, uint32_t i)
+{
+    /* a newcomer goes to a random place in the rest of this round */
+    size_t lo = s->probe_pos, n = s->probe_len - lo;
+    size_t at = lo + (n ? rd_rand_below(&s->rng, (uint32_t)n + 1) : 0);
+    memmove(&s->probe_order[at + 1], &s->probe_order[at], (s->probe_len - at) * sizeof(uint32_t));
+    s->probe_order[at] = i;
+    s->probe_len++;
+}
+
+static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
+{
+    if (grow_table(s) < 0)
+        return -1;
+    uint32_t i = (uint32_t)s->count++;
+    s->members[i] = *r;
+    s->meta[i] = (struct entry){.changed_ms = now_ms, .pending_pos = -1};
+    bool found;
+    s->index[index_slot(s, r->name, &found)] = i + 1;
+    s->checksum_dirty = true;
+    probe_order_insert(s, i);
+    return (int)i;
+}
+
+/* Drops entry i (a reaped tombstone), moving the last entry into its slot. */
+static void remove_member(struct rd_swim *s, uint32_t i)
+{
+    pending_remove(s, i);
+    index_remove(s, s->members[i].name);
+    for (size_t k = 0; k < s->probe_len; k++)
+        if (s->probe_order[k] == i) {
+            memmove(&s->probe_order[k], &s->probe_order[k + 1],
+                    (s->probe_len - k - 1) * sizeof(uint32_t));
+            s->probe_len--;
+            if (s->probe_pos > k)
+                s->probe_pos--;
+            break;
+        }
+    uint32_t last = (uint32_t)--s->count;
+    if (i != last) {
+        s->members[i] = s->members[last];
+        s->meta[i] = s->meta[last];
+        bool found;
+        s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
+        if (s->meta[i].pending_pos >= 0)
+            s->pending[s->meta[i].pending_pos] = i;
+        for (size_t k = 0; k < s->probe_len; k++)
+            if (s->probe_order[k] == last)
+                s->probe_order[k] = i;
+    }
+    s->checksum_dirty = true;
+}
+
+/* Our own record is contradicted: outrank it and tell everyone. */
+static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now_ms)
+{
+    struct rd_member *me = &s->members[0];
+    uint64_t inc = accused_incarnation >= me->incarnation ? accused_incarnation : me->incarnation;
+    me->incarnation = inc + 1;
+    set_status(s, 0, s->leaving ? RD_LEFT : RD_ALIVE, now_ms);
+    broadcast(s, 0);
+    s->stats.refutes++;
+    if (s->health < s->cfg.awareness_max)
+        s->health++; /* Lifeguard: being suspected hints that we are the slow one */
+}
+
+/*
+ * Applies one record of news. `second_hand` is true for full-state syncs, where a death is
+ * only believed as a suspicion. Returns true if our table changed.
+ */
+static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
+                  bool second_hand, const char *via)
+{
+    int idx = find_entry(s, r->name);
+    if (idx == 0) {
+        /* news about us that outranks what we say: someone suspects us, or remembers a
+         * later life of our name; only we may answer it, with a higher incarnation */
+        const struct rd_member *me = &s->members[0];
+        if (r->incarnation > me->incarnation ||
+            (r->incarnation == me->incarnation && r->status > me->status))
+            refute(s, r->incarnation, now_ms);
+        return false;
+    }
+    struct rd_member rec = *r;
+    if (second_hand && rec.status == RD_DEAD) {
+        rec.status = RD_SUSPECT;
+        snprintf(rec.accuser, sizeof rec.accuser, "%s", via);
+    }
+    if (idx < 0) {
+        /* a stranger: keep a tombstone too, so a late rumour cannot resurrect it */
+        int n = add_member(s, &rec, now_ms);
+        if (n < 0)
+            return false;
+        if (rec.status == RD_SUSPECT)
+            start_suspicion(s, (uint32_t)n, rec.accuser, now_ms);
+        if (in_ring(rec.status)) {
+            push_event(s, (uint32_t)n, RD_ALIVE, true);
+            broadcast(s, (uint32_t)n);
+        }
+        return true;
+    }
+    uint32_t i = (uint32_t)idx;
+    struct rd_member *cur = &s->members[i];
+    uint8_t old = cur->status;
+    bool newer = rec.incarnation > cur->incarnation;
+    bool same = rec.incarnation == cur->incarnation;
+    if (same && rec.status == RD_SUSPECT && old == RD_SUSPECT) {
+        confirm_suspicion(s, i, rec.accuser);
+        return false;
+    }
+    /* alive wins only when strictly newer; suspect/dead/left also at equal incarnation
+     * if they rank higher (alive < suspect < dead < left) */
+    if (!(newer || (same && rec.status > old)))
+        return false;
+    *cur = rec;
+    cur->status = old; /* set_status records the transition */
+    set_status(s, i, rec.status, now_ms);
+    if (rec.status == RD_SUSPECT)
+        start_suspicion(s, i, rec.accuser, now_ms);
+    if (old != rec.status)
+        push_event(s, i, old, false);
+    broadcast(s, i);
+    return true;
+}
+
+static void merge_all(struct rd_swim *s, const struct rd_packet *pkt, uint64_t now_ms,
+                      bool second_hand)
+{
+    for (size_t k = 0; k < pkt->nmembers; k++)
+        if (rd_member_valid(&pkt->members[k]))
+            merge(s, &pkt->members[k], now_ms, second_hand, pkt->from);
+}
+
+/* ---------------------------------------------------------------- probing */
+
+static uint32_t next_seq(struct rd_swim *s)
+{
+    return ++s->seq;
+}
+
+static uint64_t scaled(const struct rd_swim *s, uint32_t ms)
+{
+    return (uint64_t)ms * (s->health + 1);
+}
+
+/* Next member to probe: round-robin over a shuffled list, reshuffled every round. */
+static int pick_probe_target(struct rd_swim *s)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        while (s->probe_pos < s->probe_len) {
+            uint32_t i = s->probe_order[s->probe_pos++];
+            if (i != 0 && i < s->count && in_ring(s->members[i].status))
+                return (int)i;
+        }
+        /* new round: everyone but us, Fisher-Yates shuffled */
+        s->probe_len = 0;
+        for (uint32_t i = 1; i < s->count; i++)
+            s->probe_order[s->probe_len++] = i;
+        for (size_t k = s->probe_len; k > 1; k--) {
+            size_t j = rd_rand_below(&s->rng, (uint32_t)k);
+            uint32_t t = s->probe_order[k - 1];
+            s->probe_order[k - 1] = s->probe_order[j];
+            s->probe_order[j] = t;
+        }
+        s->probe_pos = 0;
+    }
+    return -1;
+}
+
+/* Up to `want` distinct random live members other than us and `except`. */
+static size_t random_members(struct rd_swim *s, uint32_t *out, size_t want, int except)
+{
+    size_t n = 0;
+    if (s->count <= 1)
+        return 0;
+    /* bounded random tries, then give up: cheap and good enough for small fan-outs */
+    for (size_t tries = 0; tries < 4 * want + 8 && n < want; tries++) {
+        uint32_t i = 1 + rd_rand_below(&s->rng, (uint32_t)s->count - 1);
+        if ((int)i == except || !in_ring(s->members[i].status))
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < n; k++)
+            dup |= out[k] == i;
+        if (!dup)
+            out[n++] = i;
+    }
+    return n;
+}
+
+static struct rd_msg make_msg(struct rd_swim *s, uint8_t type, uint32_t seq)
+{
+    struct rd_msg m = {.type = type, .seq = seq};
+    if (type == RD_MSG_PING || type == RD_MSG_ACK)
+        m.checksum = rd_swim_checksum(s);
+    return m;
+}
+
+static void start_probe(struct rd_swim *s, uint64_t now_ms)
+{
+    int t = pick_probe_target(s);
+    s->next_probe_ms = now_ms + scaled(s, s->cfg.probe_interval_ms);
+    if (t < 0)
+        return;
+    struct probe *p = &s->probe;
+    *p = (struct probe){.active = true, .seq = next_seq(s), .sent_ms = now_ms};
+    snprintf(p->target, sizeof p->target, "%s", s->members[t].name);
+    p->timeout_ms = now_ms + scaled(s, s->cfg.probe_timeout_ms);
+    p->period_end_ms = s->next_probe_ms;
+    struct rd_msg m = make_msg(s, RD_MSG_PING, p->seq);
+    snprintf(m.target, sizeof m.target, "%s", p->target);
+    send_msg(s, &s->members[t].addr, p->target, &m);
+    s->stats.probes++;
+}
+
+static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
+{
+    struct probe *p = &s->probe;
+    int t = find_entry(s, p->target);
+    p->indirect_sent = true;
+    if (t < 0)
+        return;
+    uint32_t helpers[16];
+    size_t k = s->cfg.indirect_checks < 16 ? s->cfg.indirect_checks : 16;
+    size_t n = random_members(s, helpers, k, t);
+    for (size_t h = 0; h < n; h++) {
+        struct rd_msg m = make_msg(s, RD_MSG_PING_REQ, p->seq);
+        snprintf(m.target, sizeof m.target, "%s", p->target);
+        m.target_addr = s->members[t].addr;
+        send_msg(s, &s->members[helpers[h]].addr, s->members[helpers[h]].name, &m);
+    }
+    p->nacks_expected = (uint32_t)n;
+    s->stats.indirect_probes += n;
+}
+
+static void probe_failed(struct rd_swim *s, uint64_t now_ms)
+{
+    struct probe *p = &s->probe;
+    p->active = false;
+    s->stats.probes_failed++;
+    /* Lifeguard: missing nacks mean our own network or process is the problem */
+    uint32_t delta = p->nacks_expected ? p->nacks_expected - p->nacks : 1;
+    s->health = s->health + delta > s->cfg.awareness_max ? s->cfg.awareness_max
+                                                         : s->health + delta;
+    int t = find_entry(s, p->target);
+    if (t <= 0)
+        return;
+    struct rd_member *m = &s->members[t];
+    if (m->status == RD_ALIVE) {
+        uint8_t old = m->status;
+        set_status(s, (uint32_t)t, RD_SUSPECT, now_ms);
+        start_suspicion(s, (uint32_t)t, s->members[0].name, now_ms);
+        push_event(s, (uint32_t)t, old, false);
+        broadcast(s, (uint32_t)t);
+    } else if (m->status == RD_SUSPECT) {
+        confirm_suspicion(s, (uint32_t)t, s->members[0].name);
+    }
+}
+
+static void probe_acked(struct rd_swim *s)
+{
+    s->probe.active = false;
+    if (s->health > 0)
+        s->health--;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+static void maybe_sync_on_mismatch(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                                   uint64_t theirs)
+{
+    if (!s->joined || theirs == rd_swim_checksum(s))
+        return;
+    uint64_t gap = (uint64_t)MISMATCH_SYNC_PERIODS * s->cfg.probe_interval_ms;
+    if (s->last_mismatch_sync_ms && now_ms - s->last_mismatch_sync_ms < gap)
+        return;
+    s->last_mismatch_sync_ms = now_ms;
+    queue_sync(s, from);
+}
+
+static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                       const char *from_name, const struct rd_msg *m)
+{
+    switch (m->type) {
+    case RD_MSG_PING: {
+        if (strcmp(m->target, s->members[0].name) != 0)
+            return; /* meant for whoever had this address before */
+        struct rd_msg ack = make_msg(s, RD_MSG_ACK, m->seq);
+        send_msg(s, from, from_name, &ack);
+        maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
+        break;
+    }
+    case RD_MSG_ACK:
+        if (s->probe.active && m->seq == s->probe.seq) {
+            probe_acked(s);
+            maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
+            return;
+        }
+        for (size_t k = 0; k < s->nrelays; k++) {
+            struct relay *r = &s->relays[k];
+            if (r->our_seq != m->seq)
+                continue;
+            struct rd_msg fwd = make_msg(s, RD_MSG_ACK, r->their_seq);
+            send_msg(s, &r->requester, NULL, &fwd);
+            s->relays[k] = s->relays[--s->nrelays];
+            return;
+        }
+        break;
+    case RD_MSG_NACK:
+        if (s->probe.active && m->seq == s->probe.seq)
+            s->probe.nacks++;
+        break;
+    case RD_MSG_PING_REQ: {
+        if (s->nrelays == RELAYS_MAX || m->target_addr.family == 0)
+            return;
+        struct relay *r = &s->relays[s->nrelays++];
+        *r = (struct relay){.our_seq = next_seq(s), .their_seq = m->seq, .requester = *from,
+                            .deadline_ms = now_ms + s->cfg.probe_timeout_ms};
+        struct rd_msg ping = make_msg(s, RD_MSG_PING, r->our_seq);
+        snprintf(ping.target, sizeof ping.target, "%s", m->target);
+        send_msg(s, &m->target_addr, m->target, &ping);
+        break;
+    }
+    default:
+        break; /* SYNC travels over streams, not datagrams */
+    }
+}
+
+void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                  const struct rd_packet *pkt)
+{
+    s->stats.packets_in++;
+    if (strcmp(pkt->from, s->members[0].name) == 0)
+        return; /* our own name from elsewhere: a conflict, not news */
+    if (!s->joined)
+        s->joined = true;
+    merge_all(s, pkt, now_ms, false);
+    for (size_t k = 0; k < pkt->nmsgs && k < RD_PACKET_MAX_MSGS; k++)
+        handle_msg(s, now_ms, from, pkt->from, &pkt->msgs[k]);
+}
+
+/* ---------------------------------------------------------------- timers */
+
+static void run_relays(struct rd_swim *s, uint64_t now_ms)
+{
+    for (size_t k = 0; k < s->nrelays;) {
+        struct relay *r = &s->relays[k];
+        if (now_ms < r->deadline_ms) {
+            k++;
+            continue;
+        }
+        struct rd_msg nack = make_msg(s, RD_MSG_NACK, r->their_seq);
+        send_msg(s, &r->requester, NULL, &nack);
+        *r = s->relays[--s->nrelays];
+    }
+}
+
+static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
+{
+    for (uint32_t i = 1; i < s->count; i++) {
+        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspect_deadline_ms)
+            continue;
+        set_status(s, i, RD_DEAD, now_ms);
+        push_event(s, i, RD_SUSPECT, false);
+        broadcast(s, i);
+    }
+}
+
+static void run_gossip(struct rd_swim *s, uint64_t now_ms)
+{
+    s->next_gossip_ms = now_ms + s->cfg.gossip_interval_ms;
+    if (s->npending == 0)
+        return;
+    uint32_t to[16];
+    size_t k = s->cfg.gossip_fanout < 16 ? s->cfg.gossip_fanout : 16;
+    size_t n = random_members(s, to, k, -1);
+    struct rd_msg none = {0};
+    for (size_t h = 0; h < n; h++)
+        send_msg(s, &s->members[to[h]].addr, s->members[to[h]].name, &none);
+}
+
+static void run_sync(struct rd_swim *s, uint64_t now_ms)
+{
+    /* anti-entropy: the period stretches with cluster size, as memberlist does */
+    size_t n = live_count(s);
+    uint64_t scale = 1;
+    if (n > 32)
+        scale = (uint64_t)ceil(log2((double)n) - 5.0) + 1;
+    s->next_sync_ms = now_ms + s->cfg.sync_interval_ms * scale;
+    uint32_t peer;
+    if (random_members(s, &peer, 1, -1) == 1)
+        queue_sync(s, &s->members[peer].addr);
+}
+
+static void run_join(struct rd_swim *s, uint64_t now_ms)
+{
+    if (s->joined || s->nseeds == 0) {
+        s->join_next_ms = UINT64_MAX;
+        return;
+    }
+    for (size_t k = 0; k < s->nseeds; k++)
+        queue_sync(s, &s->seeds[k]);
+    s->join_next_ms = now_ms + s->join_backoff_ms;
+    s->join_backoff_ms = (uint32_t)min_u64(2ull * s->join_backoff_ms, s->cfg.join_retry_max_ms);
+}
+
+static void run_reaper(struct rd_swim *s, uint64_t now_ms)
+{
+    s->next_reap_ms = now_ms + 1000;
+    for (uint32_t i = 1; i < s->count;) {
+        uint8_t st = s->members[i].status;
+        if ((st == RD_DEAD || st == RD_LEFT) && now_ms - s->meta[i].changed_ms >= s->cfg.tombstone_ms)
+            remove_member(s, i); /* slot i now holds another entry: look again */
+        else
+            i++;
+    }
+}
+
+void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
+{
+    run_relays(s, now_ms);
+    run_suspicions(s, now_ms);
+    struct probe *p = &s->probe;
+    if (p->active && !p->indirect_sent && now_ms >= p->timeout_ms)
+        probe_indirect(s, now_ms);
+    if (p->active && now_ms >= p->period_end_ms)
+        probe_failed(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_probe_ms && !p->active)
+        start_probe(s, now_ms);
+    if (now_ms >= s->next_gossip_ms)
+        run_gossip(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_sync_ms)
+        run_sync(s, now_ms);
+    if (now_ms >= s->join_next_ms)
+        run_join(s, now_ms);
+    if (now_ms >= s->next_reap_ms)
+        run_reaper(s, now_ms);
+}
+
+uint64_t rd_swim_next_tick(const struct rd_swim *s)
+{
+    uint64_t t = min_u64(s->next_gossip_ms, s->next_reap_ms);
+    t = min_u64(t, s->join_next_ms);
+    if (!s->leaving) {
+        t = min_u64(t, s->next_sync_ms);
+        t = min_u64(t, s->probe.active ? s->probe.period_end_ms : s->next_probe_ms);
+    }
+    if (s->probe.active && !s->probe.indirect_sent)
+        t = min_u64(t, s->probe.timeout_ms);
+    for (size_t k = 0; k < s->nrelays; k++)
+        t = min_u64(t, s->relays[k].deadline_ms);
+    for (uint32_t i = 1; i < s->count; i++)
+        if (s->members[i].status == RD_SUSPECT)
+            t = min_u64(t, s->meta[i].suspect_deadline_ms);
+    return t;
+}
+
+/* ---------------------------------------------------------------- caller's queues */
+
+bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
+                       struct rd_packet *pkt)
+{
+    if (s->out_len == 0)
+        return false;
+    struct out *o = &s->outq[s->out_head];
+    s->out_head = (s->out_head + 1) % OUT_QUEUE_MAX;
+    s->out_len--;
+    *to = o->to;
+    memset(pkt, 0, sizeof *pkt);
+    snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
+    if (o->msg.type != 0)
+        pkt->msgs[pkt->nmsgs++] = o->msg;
+    piggyback(s, o->to_name, pkt->nmsgs, pkt);
+    s->stats.packets_out++;
+    return true;
+}
+
+bool rd_swim_poll_sync(struct rd_swim *s, struct rd_addr *to)
+{
+    if (s->nsync == 0)
+        return false;
+    *to = s->syncq[0];
+    memmove(&s->syncq[0], &s->syncq[1], --s->nsync * sizeof s->syncq[0]);
+    s->stats.syncs_out++;
+    return true;
+}
+
+bool rd_swim_poll_event(struct rd_swim *s, struct rd_swim_event *ev)
+{
+    if (s->ev_len == 0)
+        return false;
+    *ev = s->events[s->ev_head];
+    s->ev_head = (s->ev_head + 1) % s->ev_cap;
+    s->ev_len--;
+    return true;
+}
+
+/* ---------------------------------------------------------------- sync, join, leave */
+
+void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt)
+{
+    memset(pkt, 0, sizeof *pkt);
+    snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
+    struct rd_msg m = make_msg(s, RD_MSG_SYNC, 0);
+    m.flags = flags;
+    m.checksum = rd_swim_checksum(s);
+    pkt->msgs[pkt->nmsgs++] = m;
+    pkt->members = s->members; /* the dense table is exactly the state */
+    pkt->nmembers = s->count;
+}
+
+bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packet *pkt)
+{
+    if (strcmp(pkt->from, s->members[0].name) == 0)
+        return false;
+    s->stats.syncs_in++;
+    s->joined = true;
+    merge_all(s, pkt, now_ms, true);
+    for (size_t k = 0; k < pkt->nmsgs; k++)
+        if (pkt->msgs[k].type == RD_MSG_SYNC && (pkt->msgs[k].flags & RD_SYNC_REPLY))
+            return true;
+    return false;
+}
+
+void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to)
+{
+    (void)s, (void)now_ms, (void)to; /* join retries and periodic syncs cover it */
+}
+
+void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
+{
+    for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++)
+        if (!rd_addr_equal(&seeds[k], &s->members[0].addr))
+            s->seeds[s->nseeds++] = seeds[k];
+    s->joined = false;
+    s->join_backoff_ms = 1000;
+    run_join(s, now_ms);
+}
+
+bool rd_swim_joined(const struct rd_swim *s)
+{
+    return s->joined;
+}
+
+void rd_swim_leave(struct rd_swim *s, uint64_t now_ms)
+{
+    if (s->leaving)
+        return;
+    s->leaving = true;
+    s->probe.active = false;
+    s->members[0].incarnation++;
+    set_status(s, 0, RD_LEFT, now_ms);
+    push_event(s, 0, RD_ALIVE, false);
+    broadcast(s, 0);
+    /* do not wait for the next gossip round */
+    s->next_gossip_ms = now_ms;
+}
+
+bool rd_swim_leave_done(const struct rd_swim *s)
+{
+    return s->leaving && (s->meta[0].tx_left == 0 || live_count(s) == 0);
+}
+
+/* ---------------------------------------------------------------- queries */
+
+const struct rd_member *rd_swim_self(const struct rd_swim *s)
+{
+    return &s->members[0];
+}
+
+size_t rd_swim_member_count(const struct rd_swim *s)
+{
+    return s->count;
+}
+
+const struct rd_member *rd_swim_member(const struct rd_swim *s, size_t i)
+{
+    return i < s->count ? &s->members[i] : NULL;
+}
+
+const struct rd_member *rd_swim_find(const struct rd_swim *s, const char *name)
+{
+    int i = find_entry(s, name);
+    return i < 0 ? NULL : &s->members[i];
+}
+
+void rd_swim_counts(const struct rd_swim *s, size_t counts[4])
+{
+    counts[0] = counts[1] = counts[2] = counts[3] = 0;
+    for (size_t i = 0; i < s->count; i++)
+        counts[s->members[i].status & 3]++;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+uint64_t rd_swim_checksum(struct rd_swim *s)
+{
+    if (!s->checksum_dirty)
+        return s->checksum;
+    const char **names = malloc(s->count * sizeof *names);
+    if (!names)
+        return s->checksum;
+    size_t n = 0;
+    for (size_t i = 0; i < s->count; i++)
+        if (in_ring(s->members[i].status))
+            names[n++] = s->members[i].name;
+    qsort(names, n, sizeof *names, cmp_name);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    for (size_t k = 0; k < n; k++) {
+        const struct rd_member *m = rd_swim_find(s, names[k]);
+        uint8_t len = (uint8_t)strlen(m->name);
+        uint8_t w[4] = {m->weight >> 24, m->weight >> 16, m->weight >> 8, m->weight};
+        XXH3_64bits_update(&st, &len, 1);
+        XXH3_64bits_update(&st, m->name, len);
+        XXH3_64bits_update(&st, w, 4);
+    }
+    free(names);
+    s->checksum = n ? XXH3_64bits_digest(&st) : 0;
+    s->checksum_dirty = false;
+    return s->checksum;
+}
+
+uint32_t rd_swim_health(const struct rd_swim *s)
+{
+    return s->health;
+}
+
+const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s)
+{
+    return &s->stats;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_member *self,
+                            uint64_t seed, uint64_t now_ms)
+{
+    if (!rd_member_valid(self) || cfg->probe_interval_ms == 0 || cfg->gossip_interval_ms == 0)
+        return NULL;
+    struct rd_swim *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->cfg = *cfg;
+    rd_rand_seed(&s->rng, seed);
+    s->cap = 8;
+    s->index_cap = 32;
+    s->members = malloc(s->cap * sizeof *s->members);
+    s->meta = malloc(s->cap * sizeof *s->meta);
+    s->pending = malloc(s->cap * sizeof *s->pending);
+    s->probe_order = malloc(s->cap * sizeof *s->probe_order);
+    s->index = calloc(s->index_cap, sizeof *s->index);
+    s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
+    s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
+    if (!s->members || !s->meta || !s->pending || !s->probe_order || !s->index || !s->outq ||
+        !s->scratch) {
+        rd_swim_delete(s);
+        return NULL;
+    }
+    struct rd_member me = *self;
+    me.status = RD_ALIVE;
+    me.accuser[0] = '\0';
+    add_member(s, &me, now_ms);
+    s->probe_len = s->probe_pos = 0; /* we never probe ourselves */
+    broadcast(s, 0);
+    s->checksum_dirty = true;
+    s->joined = false;
+    s->join_next_ms = UINT64_MAX;
+    /* spread the first probe and sync so that agents started together do not beat in step */
+    s->next_probe_ms = now_ms + rd_rand_below(&s->rng, cfg->probe_interval_ms);
+    s->next_gossip_ms = now_ms + cfg->gossip_interval_ms;
+    s->next_sync_ms = now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
+    s->next_reap_ms = now_ms + 1000;
+    return s;
+}
+
+void rd_swim_delete(struct rd_swim *s)
+{
+    if (!s)
+        return;
+    free(s->members);
+    free(s->meta);
+    free(s->pending);
+    free(s->probe_order);
+    free(s->index);
+    free(s->outq);
+    free(s->events);
+    free(s->scratch);
+    free(s);
+}

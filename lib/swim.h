@@ -1,0 +1,142 @@
+/*
+ * swim.h — the membership state machine: SWIM failure detection and gossip, with the
+ * Lifeguard refinements, as a sans-I/O core.
+ *
+ * The caller owns sockets and clocks. It feeds the core what arrived and what time it is,
+ * and drains what the core wants done:
+ *
+ *     rd_swim_recv(s, now, from, &packet)    a UDP packet arrived (already decoded)
+ *     rd_swim_tick(s, now)                   time passed; call at rd_swim_next_tick()
+ *     rd_swim_poll_send(s, now, &to, &pkt)   next UDP packet to encode and send
+ *     rd_swim_poll_sync(s, &to)              next full-state exchange to open (TCP)
+ *     rd_swim_poll_event(s, &ev)             next member change, for logs and the ring
+ *
+ * Full-state exchanges (join and anti-entropy) are a pair of calls around a stream the
+ * caller opens: rd_swim_sync_state() fills our side, rd_swim_sync_recv() merges theirs.
+ * Randomness comes from a generator seeded by the caller, so the same inputs give the
+ * same outputs: that is what makes the simulator and the unit tests deterministic.
+ */
+#ifndef RD_SWIM_H
+#define RD_SWIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "member.h"
+#include "msg.h"
+
+/** Timing and fan-out. rd_swim_config_default() gives memberlist's LAN profile. */
+struct rd_swim_config {
+    uint32_t probe_interval_ms;    /**< protocol period: one probe per period (1000) */
+    uint32_t probe_timeout_ms;     /**< wait for a direct ack before indirect probes (500) */
+    uint32_t indirect_checks;      /**< members asked to probe for us (3) */
+    uint32_t gossip_interval_ms;   /**< period of piggyback-only gossip (200) */
+    uint32_t gossip_fanout;        /**< members per gossip round (3) */
+    uint32_t retransmit_mult;      /**< each update is sent mult*ceil(log10(N+1)) times (4) */
+    uint32_t suspicion_mult;       /**< min suspicion = mult*max(1,log10 N)*interval (4) */
+    uint32_t suspicion_max_mult;   /**< max suspicion = max_mult*min (6) */
+    uint32_t sync_interval_ms;     /**< anti-entropy period, scaled up above 32 members (30000) */
+    uint32_t join_retry_max_ms;    /**< backoff cap while no seed answered (30000) */
+    uint32_t tombstone_ms;         /**< dead and left members are kept this long (3600000) */
+    uint32_t awareness_max;        /**< Lifeguard local health ceiling (8) */
+};
+
+/** Fills `cfg` with the LAN defaults above. */
+void rd_swim_config_default(struct rd_swim_config *cfg);
+
+/** One member change. Copies, valid after the call. */
+struct rd_swim_event {
+    struct rd_member member;       /**< the member as now known */
+    uint8_t old_status;            /**< status before the change (or RD_ALIVE/new) */
+    bool is_new;                   /**< first time we hear of this member */
+    bool self;                     /**< the change is about this agent */
+};
+
+/** Counters, for INFO and tests. */
+struct rd_swim_stats {
+    uint64_t packets_in, packets_out;
+    uint64_t probes, probes_failed, indirect_probes;
+    uint64_t refutes;              /**< times we raised our incarnation to refute */
+    uint64_t syncs_in, syncs_out;
+    uint64_t events_dropped;       /**< events lost because nobody drained the queue */
+};
+
+struct rd_swim;
+
+/**
+ * Creates a membership core for the member `self` (name, advertised address, weight, zone,
+ * tags; `self->incarnation` is the starting incarnation, which the caller should take
+ * from its start time so that a restart outranks everything said about the previous
+ * life). `seed` seeds the generator. Returns NULL if `self` is invalid or memory fails.
+ */
+struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_member *self,
+                            uint64_t seed, uint64_t now_ms);
+/** Frees everything. NULL is fine. */
+void rd_swim_delete(struct rd_swim *s);
+
+/** A decoded UDP packet arrived from `from` (the datagram's source address). */
+void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                  const struct rd_packet *pkt);
+/** Runs every timer that is due at `now_ms`. */
+void rd_swim_tick(struct rd_swim *s, uint64_t now_ms);
+/** Absolute time at which the core next wants rd_swim_tick(). */
+uint64_t rd_swim_next_tick(const struct rd_swim *s);
+
+/**
+ * Takes the next packet to send. Returns true and fills *to and *pkt (whose members point
+ * into the core's scratch, valid until the next call on `s`), or false when none is
+ * queued. Piggybacked news is chosen so that the packet encodes within RD_PACKET_BUDGET.
+ */
+bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
+                       struct rd_packet *pkt);
+/** Takes the next full-state exchange to open towards *to. False when none. */
+bool rd_swim_poll_sync(struct rd_swim *s, struct rd_addr *to);
+/** Takes the next member change. False when none. */
+bool rd_swim_poll_event(struct rd_swim *s, struct rd_swim_event *ev);
+
+/**
+ * Fills *pkt with a SYNC carrying our whole member table (members point into the core's
+ * scratch, valid until the next call on `s`). `flags` are RD_SYNC_* for the message.
+ */
+void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt);
+/**
+ * Merges a peer's full state. A death we hear this way is taken as a suspicion. Returns
+ * true if the peer asked for our state in return (then send rd_swim_sync_state()).
+ */
+bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packet *pkt);
+/** The exchange towards `to` failed (connect or read error, timeout). */
+void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to);
+
+/** Starts joining through the seeds: syncs with them, retrying with backoff until one answers. */
+void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n);
+/** True once any other member has been heard from. */
+bool rd_swim_joined(const struct rd_swim *s);
+
+/** Announces a graceful leave: we become `left` at a new incarnation and stop probing. */
+void rd_swim_leave(struct rd_swim *s, uint64_t now_ms);
+/** True when the leave has been sent as often as any update is (or nobody is left to tell). */
+bool rd_swim_leave_done(const struct rd_swim *s);
+
+/** Our own record as the cluster should know it. */
+const struct rd_member *rd_swim_self(const struct rd_swim *s);
+/** Number of known members (self, alive, suspect, dead and left tombstones). */
+size_t rd_swim_member_count(const struct rd_swim *s);
+/** Member i, 0 <= i < count, in no particular order (0 is self). Valid until the next call. */
+const struct rd_member *rd_swim_member(const struct rd_swim *s, size_t i);
+/** Looks a member up by name; NULL if unknown. */
+const struct rd_member *rd_swim_find(const struct rd_swim *s, const char *name);
+/** Members per status (self included), indexed by enum rd_status. */
+void rd_swim_counts(const struct rd_swim *s, size_t counts[4]);
+/**
+ * Membership checksum: XXH3-64 over the members in the ring (alive and suspect) in name
+ * order, each as u8 len | name | u32 big-endian weight. Equal on two agents exactly when
+ * their rings hold the same members at the same weights.
+ */
+uint64_t rd_swim_checksum(struct rd_swim *s);
+/** Lifeguard local health: 0 is healthy; timeouts stretch by (score + 1). */
+uint32_t rd_swim_health(const struct rd_swim *s);
+/** Counters. */
+const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s);
+
+#endif
