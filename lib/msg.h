@@ -19,7 +19,7 @@
 #define RD_PACKET_BUDGET 1400
 /** Control messages in one packet. */
 #define RD_PACKET_MAX_MSGS 4
-/** Member records in one UDP packet (bounded by the budget: a record takes >= 40 bytes). */
+/** Member records in one UDP packet; the core sends at most this many, decoders refuse more. */
 #define RD_PACKET_MAX_MEMBERS 32
 /** Member records in one SYNC frame: the largest cluster ringd accepts. */
 #define RD_MAX_MEMBERS 16384
