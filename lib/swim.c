@@ -55,6 +55,7 @@ struct entry {
     uint64_t suspect_deadline_ms;
     uint64_t accusers[ACCUSERS_MAX]; /* name hashes of distinct accusers */
     uint32_t naccusers;
+    uint64_t conflict_logged_ms; /* last conflict event about this member */
     uint32_t tx_left;           /* sends of the current record still due */
     int32_t pending_pos;        /* position in s->pending, -1 when nothing is due */
 };
@@ -64,6 +65,7 @@ struct out {
     struct rd_addr to;
     struct rd_msg msg;
     char to_name[RD_NAME_MAX + 1]; /* for the buddy system: suspect news goes first */
+    bool with_self;                /* carry our own record first (name conflict notice) */
 };
 
 /* A PING_REQ we are relaying: our ping's seq and whom to answer. */
@@ -100,7 +102,13 @@ struct rd_swim {
     uint32_t *probe_order;      /* shuffled entry indexes; rebuilt when exhausted */
     size_t probe_len, probe_pos;
     struct probe probe;
-    uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms;
+    uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms, next_reconnect_ms;
+    uint64_t start_incarnation;  /* our first incarnation: tells which of two namesakes is older */
+    bool conflict;               /* a namesake older than us is alive elsewhere */
+    struct rd_member conflict_with;
+    uint32_t conflict_probe_seq; /* pinging an older namesake: does it still answer? */
+    uint64_t conflict_probe_deadline_ms;
+    struct rd_member conflict_candidate;
     uint64_t last_mismatch_sync_ms;
     uint32_t health;
 
@@ -129,6 +137,9 @@ struct rd_swim {
 };
 
 /* ---------------------------------------------------------------- small helpers */
+
+static uint32_t next_seq(struct rd_swim *s);
+static struct rd_msg make_msg(struct rd_swim *s, uint8_t type, uint32_t seq);
 
 static uint64_t name_hash(const char *name)
 {
@@ -168,6 +179,8 @@ void rd_swim_config_default(struct rd_swim_config *cfg)
         .sync_interval_ms = 30000,
         .join_retry_max_ms = 30000,
         .tombstone_ms = 3600000,
+        .reclaim_ms = 15000,
+        .reconnect_interval_ms = 10000,
         .awareness_max = 8,
     };
 }
@@ -314,11 +327,13 @@ static bool take_record(struct rd_swim *s, uint32_t i, size_t *budget, size_t *n
 }
 
 /* Fills pkt's members with queued news, the destination's own suspicion first (buddy). */
-static void piggyback(struct rd_swim *s, const char *to_name, size_t nmsgs,
+static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, size_t nmsgs,
                       struct rd_packet *pkt)
 {
     size_t budget = RD_PACKET_BUDGET - RD_WIRE_HEADER_MAX - nmsgs * RD_WIRE_MSG_MAX;
     size_t n = 0;
+    if (with_self)
+        take_record(s, 0, &budget, &n);
     if (to_name && to_name[0]) {
         int d = find_entry(s, to_name);
         if (d > 0 && s->members[d].status == RD_SUSPECT)
@@ -363,10 +378,27 @@ static void push_event(struct rd_swim *s, uint32_t i, uint8_t old_status, bool i
     ev->old_status = old_status;
     ev->is_new = is_new;
     ev->self = i == 0;
+    ev->conflict = false;
 }
 
-static void send_msg(struct rd_swim *s, const struct rd_addr *to, const char *to_name,
-                     const struct rd_msg *msg)
+/* Reports (at most every reclaim period per member) a namesake at another address. */
+static void push_conflict(struct rd_swim *s, uint32_t i, const struct rd_member *other,
+                          uint64_t now_ms)
+{
+    struct entry *e = &s->meta[i];
+    if (e->conflict_logged_ms && now_ms - e->conflict_logged_ms < s->cfg.reclaim_ms)
+        return;
+    e->conflict_logged_ms = now_ms;
+    push_event(s, i, s->members[i].status, false);
+    if (s->ev_len == 0)
+        return;
+    struct rd_swim_event *ev = &s->events[(s->ev_head + s->ev_len - 1) % s->ev_cap];
+    ev->conflict = true;
+    ev->other = *other;
+}
+
+static void send_msg_ex(struct rd_swim *s, const struct rd_addr *to, const char *to_name,
+                        const struct rd_msg *msg, bool with_self)
 {
     if (s->out_len == OUT_QUEUE_MAX || to->family == 0)
         return; /* a full queue drops: the protocol tolerates loss by design */
@@ -374,6 +406,13 @@ static void send_msg(struct rd_swim *s, const struct rd_addr *to, const char *to
     o->to = *to;
     o->msg = *msg;
     snprintf(o->to_name, sizeof o->to_name, "%s", to_name ? to_name : "");
+    o->with_self = with_self;
+}
+
+static void send_msg(struct rd_swim *s, const struct rd_addr *to, const char *to_name,
+                     const struct rd_msg *msg)
+{
+    send_msg_ex(s, to, to_name, msg, false);
 }
 
 static void queue_sync(struct rd_swim *s, const struct rd_addr *to)
@@ -529,6 +568,27 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
         /* news about us that outranks what we say: someone suspects us, or remembers a
          * later life of our name; only we may answer it, with a higher incarnation */
         const struct rd_member *me = &s->members[0];
+        if (!rd_addr_equal(&r->addr, &me->addr) && in_ring(r->status)) {
+            /* a namesake alive at another address: the younger of the two must go. An
+             * incarnation below our first one was taken before we started. */
+            if (r->incarnation < s->start_incarnation) {
+                /* older: a live namesake, or only our own previous life at an old address?
+                 * Ask it by name: only a live namesake answers. */
+                if (s->conflict_probe_seq == 0) {
+                    s->conflict_probe_seq = next_seq(s);
+                    s->conflict_probe_deadline_ms = now_ms + s->cfg.probe_timeout_ms * 2;
+                    s->conflict_candidate = *r;
+                    struct rd_msg ping = make_msg(s, RD_MSG_PING, s->conflict_probe_seq);
+                    snprintf(ping.target, sizeof ping.target, "%s", me->name);
+                    send_msg(s, &r->addr, r->name, &ping);
+                }
+            } else {
+                push_conflict(s, 0, r, now_ms);
+                struct rd_msg notice = {0};
+                send_msg_ex(s, &r->addr, r->name, &notice, true);
+            }
+            return false;
+        }
         if (r->incarnation > me->incarnation ||
             (r->incarnation == me->incarnation && r->status > me->status))
             refute(s, r->incarnation, now_ms);
@@ -555,6 +615,16 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     uint32_t i = (uint32_t)idx;
     struct rd_member *cur = &s->members[i];
     uint8_t old = cur->status;
+    if (!rd_addr_equal(&rec.addr, &cur->addr)) {
+        /* a name from a new address: only once its old owner is gone for reclaim_ms */
+        if (in_ring(old)) {
+            if (rec.incarnation > cur->incarnation && in_ring(rec.status))
+                push_conflict(s, i, &rec, now_ms);
+            return false;
+        }
+        if (now_ms - s->meta[i].changed_ms < s->cfg.reclaim_ms)
+            return false;
+    }
     bool newer = rec.incarnation > cur->incarnation;
     bool same = rec.incarnation == cur->incarnation;
     if (same && rec.status == RD_SUSPECT && old == RD_SUSPECT) {
@@ -743,6 +813,12 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         break;
     }
     case RD_MSG_ACK:
+        if (s->conflict_probe_seq && m->seq == s->conflict_probe_seq) {
+            s->conflict = true; /* our name answered from another address */
+            s->conflict_with = s->conflict_candidate;
+            s->conflict_probe_seq = 0;
+            return;
+        }
         if (s->probe.active && m->seq == s->probe.seq) {
             probe_acked(s);
             maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
@@ -782,8 +858,18 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
                   const struct rd_packet *pkt)
 {
     s->stats.packets_in++;
-    if (strcmp(pkt->from, s->members[0].name) == 0)
-        return; /* our own name from elsewhere: a conflict, not news */
+    if (strcmp(pkt->from, s->members[0].name) == 0) {
+        /* our own name from elsewhere: a namesake. Its news would be about itself under
+         * our name, so only its conflict probe (answered, so that it learns it must stop)
+         * and its answer to ours matter. */
+        for (size_t k = 0; k < pkt->nmsgs && k < RD_PACKET_MAX_MSGS; k++) {
+            const struct rd_msg *m = &pkt->msgs[k];
+            if (m->type == RD_MSG_PING ||
+                (m->type == RD_MSG_ACK && s->conflict_probe_seq && m->seq == s->conflict_probe_seq))
+                handle_msg(s, now_ms, from, pkt->from, m);
+        }
+        return;
+    }
     if (!s->joined)
         s->joined = true;
     merge_all(s, pkt, now_ms, false);
@@ -856,6 +942,35 @@ static void run_join(struct rd_swim *s, uint64_t now_ms)
     s->join_backoff_ms = (uint32_t)min_u64(2ull * s->join_backoff_ms, s->cfg.join_retry_max_ms);
 }
 
+/*
+ * Now and then, try a dead member's address: if it is alive on the other side of a healed
+ * partition, the sync merges both halves. And while we seem alone or in a minority of the
+ * members we know, go back to the seeds.
+ */
+static void run_reconnect(struct rd_swim *s, uint64_t now_ms)
+{
+    /* jittered (0.5x to 1.5x) so that members do not all reach out in the same instant */
+    uint32_t period = s->cfg.reconnect_interval_ms;
+    s->next_reconnect_ms = now_ms + period / 2 + rd_rand_below(&s->rng, period + 1);
+    size_t ndead = 0, known = 0, live = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        ndead += s->members[i].status == RD_DEAD;
+        known += s->members[i].status != RD_LEFT;
+        live += in_ring(s->members[i].status);
+    }
+    if (ndead > 0) {
+        size_t pick = rd_rand_below(&s->rng, (uint32_t)ndead);
+        for (size_t i = 0; i < s->count; i++)
+            if (s->members[i].status == RD_DEAD && pick-- == 0) {
+                queue_sync(s, &s->members[i].addr);
+                break;
+            }
+    }
+    if (s->nseeds > 0 && (live <= 1 || 2 * live < known))
+        for (size_t k = 0; k < s->nseeds; k++)
+            queue_sync(s, &s->seeds[k]);
+}
+
 static void run_reaper(struct rd_swim *s, uint64_t now_ms)
 {
     s->next_reap_ms = now_ms + 1000;
@@ -870,6 +985,8 @@ static void run_reaper(struct rd_swim *s, uint64_t now_ms)
 
 void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
 {
+    if (s->conflict_probe_seq && now_ms >= s->conflict_probe_deadline_ms)
+        s->conflict_probe_seq = 0; /* silence: a previous life of ours, not a namesake */
     run_relays(s, now_ms);
     run_suspicions(s, now_ms);
     struct probe *p = &s->probe;
@@ -887,6 +1004,8 @@ void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
         run_join(s, now_ms);
     if (now_ms >= s->next_reap_ms)
         run_reaper(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_reconnect_ms)
+        run_reconnect(s, now_ms);
 }
 
 uint64_t rd_swim_next_tick(const struct rd_swim *s)
@@ -895,12 +1014,15 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
     t = min_u64(t, s->join_next_ms);
     if (!s->leaving) {
         t = min_u64(t, s->next_sync_ms);
+        t = min_u64(t, s->next_reconnect_ms);
         t = min_u64(t, s->probe.active ? s->probe.period_end_ms : s->next_probe_ms);
     }
     if (s->probe.active && !s->probe.indirect_sent)
         t = min_u64(t, s->probe.timeout_ms);
     for (size_t k = 0; k < s->nrelays; k++)
         t = min_u64(t, s->relays[k].deadline_ms);
+    if (s->conflict_probe_seq)
+        t = min_u64(t, s->conflict_probe_deadline_ms);
     for (uint32_t i = 1; i < s->count; i++)
         if (s->members[i].status == RD_SUSPECT)
             t = min_u64(t, s->meta[i].suspect_deadline_ms);
@@ -922,7 +1044,7 @@ bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
     snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
     if (o->msg.type != 0)
         pkt->msgs[pkt->nmsgs++] = o->msg;
-    piggyback(s, o->to_name, pkt->nmsgs, pkt);
+    piggyback(s, o->to_name, o->with_self, pkt->nmsgs, pkt);
     s->stats.packets_out++;
     return true;
 }
@@ -1076,6 +1198,11 @@ uint64_t rd_swim_checksum(struct rd_swim *s)
     return s->checksum;
 }
 
+const struct rd_member *rd_swim_conflict(const struct rd_swim *s)
+{
+    return s->conflict ? &s->conflict_with : NULL;
+}
+
 uint32_t rd_swim_health(const struct rd_swim *s)
 {
     return s->health;
@@ -1126,6 +1253,8 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->next_gossip_ms = now_ms + cfg->gossip_interval_ms;
     s->next_sync_ms = now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
     s->next_reap_ms = now_ms + 1000;
+    s->next_reconnect_ms = now_ms + cfg->reconnect_interval_ms;
+    s->start_incarnation = self->incarnation;
     return s;
 }
 

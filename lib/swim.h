@@ -39,6 +39,10 @@ struct rd_swim_config {
     uint32_t sync_interval_ms;     /**< anti-entropy period, scaled up above 32 members (30000) */
     uint32_t join_retry_max_ms;    /**< backoff cap while no seed answered (30000) */
     uint32_t tombstone_ms;         /**< dead and left members are kept this long (3600000) */
+    uint32_t reclaim_ms;           /**< a dead member's name is taken from a new address
+                                        only after this long (15000) */
+    uint32_t reconnect_interval_ms; /**< try a dead member's address, or the seeds when in a
+                                        minority, this often (10000) */
     uint32_t awareness_max;        /**< Lifeguard local health ceiling (8) */
 };
 
@@ -51,6 +55,9 @@ struct rd_swim_event {
     uint8_t old_status;            /**< status before the change (or RD_ALIVE/new) */
     bool is_new;                   /**< first time we hear of this member */
     bool self;                     /**< the change is about this agent */
+    bool conflict;                 /**< not a change: `other` claims member's name from
+                                        another address, and was refused */
+    struct rd_member other;        /**< the refused namesake, when `conflict` */
 };
 
 /** Counters, for INFO and tests. */
@@ -134,6 +141,11 @@ void rd_swim_counts(const struct rd_swim *s, size_t counts[4]);
  * their rings hold the same members at the same weights.
  */
 uint64_t rd_swim_checksum(struct rd_swim *s);
+/**
+ * Non-NULL once an older namesake was found alive at another address: this agent joined
+ * with a name already in use, and must stop (the record is the namesake's).
+ */
+const struct rd_member *rd_swim_conflict(const struct rd_swim *s);
 /** Lifeguard local health: 0 is healthy; timeouts stretch by (score + 1). */
 uint32_t rd_swim_health(const struct rd_swim *s);
 /** Counters. */

@@ -344,10 +344,15 @@ uint64_t sim_seed(const struct sim *sim)
 
 void sim_start(struct sim *sim, size_t i, size_t seed_member)
 {
+    sim_start_as(sim, i, seed_member, i);
+}
+
+void sim_start_as(struct sim *sim, size_t i, size_t seed_member, size_t as)
+{
     struct simm *m = &sim->m[i];
     rd_swim_delete(m->swim);
     struct rd_member self = {.addr = m->addr, .weight = RD_WEIGHT_ONE};
-    snprintf(self.name, sizeof self.name, "%s", m->name);
+    snprintf(self.name, sizeof self.name, "%s", sim->m[as].name);
     /* a new life outranks the previous one: the incarnation is the (virtual) start time */
     self.incarnation = sim->now;
     uint64_t seed = sim->seed ^ (0x9E3779B97F4A7C15ull * (i + 1)) ^ ((uint64_t)++m->lives << 48);

@@ -35,6 +35,8 @@ uint64_t sim_seed(const struct sim *sim);
 
 /** Starts member i (a new life: incarnation taken from the virtual clock) joining `seed`. */
 void sim_start(struct sim *sim, size_t i, size_t seed_member);
+/** Like sim_start, but member i claims the name of member `as` (a misconfiguration). */
+void sim_start_as(struct sim *sim, size_t i, size_t seed_member, size_t as);
 /** Starts every member, each joining member `seed_member`, `spread_ms` apart. */
 void sim_start_all(struct sim *sim, size_t seed_member, uint64_t spread_ms);
 /** Crash: member i stops at once, nothing more is sent or received. */

@@ -1,0 +1,39 @@
+/*
+ * addr.h — "host:port" text to addresses and back, and rd_addr <-> sockaddr.
+ *
+ * IPv6 literals take brackets ("[::1]:7946"), as in URLs; a bare IPv6 literal without a
+ * port is also accepted when a default port is given. Host names are resolved with
+ * getaddrinfo (blocking: used at start-up and for JOIN, never on the hot path).
+ */
+#ifndef RD_AGENT_ADDR_H
+#define RD_AGENT_ADDR_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "member.h"
+
+/** Longest "host:port" text accepted. */
+#define RD_HOSTPORT_MAX 300
+
+/**
+ * Splits "host:port", "[v6]:port" or (with default_port != 0) "host" / "[v6]" / "v6" into
+ * host and port. Returns 0, or RD_EINVAL with *why set to a static explanation.
+ */
+int rd_hostport_split(const char *text, int default_port, char *host, size_t host_len,
+                      int *port, const char **why);
+/**
+ * Parses and resolves `text` (numeric or a host name) to an address. `passive` allows an
+ * empty host or "*" to mean "any address" (for --bind). Returns 0 or RD_EINVAL (*why).
+ */
+int rd_addr_resolve(const char *text, int default_port, int passive, struct rd_addr *out,
+                    const char **why);
+/** rd_addr to sockaddr; returns the length used. */
+socklen_t rd_addr_to_sockaddr(const struct rd_addr *a, struct sockaddr_storage *ss);
+/** sockaddr to rd_addr (IPv4-mapped IPv6 becomes IPv4); RD_EINVAL for other families. */
+int rd_addr_from_sockaddr(const struct sockaddr *sa, struct rd_addr *out);
+/** True for 0.0.0.0 and ::. */
+int rd_addr_is_any(const struct rd_addr *a);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * config.h — `ringd agent` settings: flags, an optional config file, defaults, validation.
+ *
+ * One table of options serves the command line, the config file and --help, so the
+ * three cannot drift apart. Bad input yields a one-line reason; main() exits 2 on it.
+ */
+#ifndef RD_AGENT_CONFIG_H
+#define RD_AGENT_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "addr.h"
+#include "log.h"
+#include "member.h"
+
+#define RD_DEFAULT_PORT 7946
+#define RD_DEFAULT_SOCKET "/run/ringd/ringd.sock"
+/** Seeds accepted with --join. */
+#define RD_JOIN_MAX 16
+/** How long a graceful leave may take before the agent exits anyway. */
+#define RD_LEAVE_TIMEOUT_MS 3000
+
+struct rd_agent_config {
+    char name[RD_NAME_MAX + 1];
+    char bind_text[RD_HOSTPORT_MAX + 1];
+    char advertise_text[RD_HOSTPORT_MAX + 1]; /* empty: derived from --bind */
+    struct rd_addr bind, advertise;
+    char joins[RD_JOIN_MAX][RD_HOSTPORT_MAX + 1];
+    int njoins;
+    char socket_path[108];
+    unsigned socket_mode;
+    uint32_t vnodes;
+    uint32_t weight;       /* fixed point, RD_WEIGHT_ONE = 1.0 */
+    char zone[RD_ZONE_MAX + 1];
+    char tags[RD_TAGS_MAX + 1];
+    enum rd_log_format log_format;
+    enum rd_log_level log_level;
+    uint64_t seed;         /* 0: from the clock and pid */
+};
+
+/**
+ * Parses `ringd agent` arguments (argv[0] is "agent"). Returns 0, 1 when --help was printed,
+ * or -1 with a message in err.
+ */
+int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen);
+/** Prints the `ringd agent` options. */
+void rd_config_usage(FILE *out);
+/** Parses a weight like "1", "0.5", "2.125" into fixed point; -1 if invalid. */
+int rd_weight_parse(const char *s, uint32_t *out);
+
+#endif

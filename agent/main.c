@@ -1,0 +1,60 @@
+/*
+ * main.c — ringd's entry point: `ringd agent` runs the daemon, every other subcommand is
+ * a client of a running agent's query socket.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent.h"
+#include "client.h"
+#include "config.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ringd <command> [options]\n\n"
+            "ringd keeps one versioned member list on every host (SWIM gossip) and answers\n"
+            "\"who owns key K?\" from a consistent-hash ring over a local Unix socket (RESP).\n\n"
+            "commands:\n"
+            "  agent      run the agent (see ringd agent --help)\n"
+            "  members    list the members this agent knows\n"
+            "  owner KEY  print the member owning KEY (-n N: N replicas)\n"
+            "  info       print this agent's view: counts, ring version and checksum\n"
+            "  watch      stream membership and ring changes\n"
+            "  join ADDR  join a cluster through ADDR\n"
+            "  leave      make the agent leave the cluster gracefully and exit\n"
+            "  version    print the version\n\n"
+            "Client commands take --socket PATH (or RINGD_SOCKET; default %s)\n"
+            "and --json where they print tables.\n",
+            RD_DEFAULT_SOCKET);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        puts("ringd " RINGD_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "agent") == 0) {
+        struct rd_agent_config cfg;
+        char err[512];
+        int rc = rd_config_parse(&cfg, argc - 1, argv + 1, err, sizeof err);
+        if (rc == 1)
+            return 0;
+        if (rc < 0) {
+            fprintf(stderr, "ringd agent: %s\n", err);
+            return 2;
+        }
+        return rd_agent_run(&cfg);
+    }
+    return rd_client_main(argc - 1, argv + 1);
+}

@@ -1,0 +1,248 @@
+/*
+ * test_swim.c — the membership core in the simulator: scenarios on fixed seeds.
+ *
+ * Each test builds a cluster of real cores on virtual time, does one thing to it, and
+ * checks what every member concludes. The seed is printed; RINGD_SIM_SEED=N replays a
+ * run with another seed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "sim.h"
+
+static uint64_t test_seed(uint64_t fixed)
+{
+    const char *env = getenv("RINGD_SIM_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : fixed;
+    printf("# seed %llu\n", (unsigned long long)seed);
+    return seed;
+}
+
+static struct sim *cluster(size_t n, uint64_t seed)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct sim *sim = sim_new(n, test_seed(seed), &cfg);
+    sim_start_all(sim, 0, 10);
+    return sim;
+}
+
+static bool all_alive(struct sim *sim, void *arg)
+{
+    return sim_converged(sim, *(size_t *)arg);
+}
+
+struct seen {
+    size_t about;
+    int status;
+};
+
+static bool all_see(struct sim *sim, void *arg)
+{
+    struct seen *s = arg;
+    return sim_all_see(sim, s->about, s->status);
+}
+
+static uint64_t converge(struct sim *sim, size_t alive, uint64_t max_ms)
+{
+    uint64_t t = sim_run_until_pred(sim, all_alive, &alive, 50, max_ms);
+    printf("# %zu members agree after %llu ms\n", alive, (unsigned long long)t);
+    assert_true(t != UINT64_MAX);
+    return t;
+}
+
+static void join_and_agree(size_t n, uint64_t max_ms)
+{
+    struct sim *sim = cluster(n, 1000 + n);
+    converge(sim, n, max_ms);
+    /* and they stay agreed: no false suspicion on a quiet network */
+    sim_run(sim, 60000);
+    assert_true(sim_converged(sim, n));
+    assert_int_equal(sim_false_deaths(sim), 0);
+    sim_delete(sim);
+}
+
+static void test_three_members_join_and_agree(void **state)
+{
+    join_and_agree(3, 5000);
+}
+
+static void test_ten_members_join_and_agree(void **state)
+{
+    join_and_agree(10, 5000);
+}
+
+static void test_fifty_members_join_and_agree(void **state)
+{
+    join_and_agree(50, 10000);
+}
+
+static void test_crashed_member_is_declared_dead_by_all(void **state)
+{
+    struct sim *sim = cluster(10, 7);
+    converge(sim, 10, 5000);
+    sim_crash(sim, 5);
+    struct seen s = {5, RD_DEAD};
+    uint64_t t = sim_run_until_pred(sim, all_see, &s, 100, 60000);
+    printf("# crash seen dead by all after %llu ms\n", (unsigned long long)t);
+    assert_true(t <= 15000);
+    assert_int_equal(sim_false_deaths(sim), 0);
+    assert_true(sim_converged(sim, 9));
+    sim_delete(sim);
+}
+
+static void test_unreachable_member_refutes_and_stays_alive(void **state)
+{
+    struct sim *sim = cluster(10, 11);
+    converge(sim, 10, 5000);
+    /* cut member 3 off both ways until someone suspects it, then let it answer again */
+    sim_set_cut(sim, 3, SIZE_MAX, true);
+    sim_set_cut(sim, SIZE_MAX, 3, true);
+    uint64_t t = 0;
+    while (sim_event_count(sim, 3, RD_SUSPECT) == 0 && t < 20000) {
+        sim_run(sim, 100);
+        t += 100;
+    }
+    assert_true(sim_event_count(sim, 3, RD_SUSPECT) > 0);
+    sim_set_cut(sim, 3, SIZE_MAX, false);
+    sim_set_cut(sim, SIZE_MAX, 3, false);
+    struct seen s = {3, RD_ALIVE};
+    t = sim_run_until_pred(sim, all_see, &s, 100, 20000);
+    printf("# suspicion refuted, alive everywhere after %llu ms\n", (unsigned long long)t);
+    assert_true(t != UINT64_MAX);
+    assert_int_equal(sim_event_count(sim, 3, RD_DEAD), 0);
+    sim_run(sim, 30000);
+    assert_true(sim_converged(sim, 10));
+    sim_delete(sim);
+}
+
+static void test_leave_is_seen_as_left_not_dead(void **state)
+{
+    struct sim *sim = cluster(10, 13);
+    converge(sim, 10, 5000);
+    sim_leave(sim, 4);
+    struct seen s = {4, RD_LEFT};
+    uint64_t t = sim_run_until_pred(sim, all_see, &s, 50, 10000);
+    printf("# leave seen by all after %llu ms\n", (unsigned long long)t);
+    assert_true(t <= 2000);
+    sim_run(sim, 30000);
+    assert_int_equal(sim_event_count(sim, 4, RD_DEAD), 0);
+    assert_true(sim_all_see(sim, 4, RD_LEFT));
+    sim_delete(sim);
+}
+
+/* Time for one piece of news (a leave) to reach every member, in gossip intervals. */
+static double spread_rounds(size_t n, uint64_t seed)
+{
+    struct sim *sim = cluster(n, seed);
+    converge(sim, n, 60000);
+    sim_run(sim, 10000); /* let the join news die down */
+    sim_leave(sim, n / 2);
+    struct seen s = {n / 2, RD_LEFT};
+    uint64_t t = sim_run_until_pred(sim, all_see, &s, 10, 60000);
+    assert_true(t != UINT64_MAX);
+    sim_delete(sim);
+    return (double)t / 200.0;
+}
+
+static void test_dissemination_takes_logarithmic_rounds(void **state)
+{
+    double r16 = spread_rounds(16, 21), r64 = spread_rounds(64, 22), r256 = spread_rounds(256, 23);
+    printf("# rounds to reach all: N=16 %.1f, N=64 %.1f, N=256 %.1f\n", r16, r64, r256);
+    /* 16x the members must cost O(log N) more rounds, far from 16x (linear) */
+    assert_true(r256 <= 3.0 * r16 + 2.0);
+    assert_true(r256 <= 4.0 * 8.0); /* c * log2(256) with c = 4 */
+}
+
+static void test_name_conflict_stops_the_newcomer_and_keeps_the_original(void **state)
+{
+    struct sim *sim = cluster(6, 31);
+    sim_crash(sim, 5);
+    sim_run(sim, 30000); /* 5 is dead everywhere; its slot now hosts the impostor */
+    converge(sim, 5, 20000);
+    /* member 5 restarts claiming the name of member 2, which is alive elsewhere */
+    sim_start_as(sim, 5, 0, 2);
+    sim_run(sim, 5000);
+    const struct rd_member *namesake = rd_swim_conflict(sim_swim(sim, 5));
+    assert_non_null(namesake);
+    assert_string_equal(namesake->name, "m2");
+    assert_null(rd_swim_conflict(sim_swim(sim, 2)));
+    /* everyone still has m2 at its own address */
+    for (size_t i = 0; i < 5; i++) {
+        const struct rd_member *m = rd_swim_find(sim_swim(sim, i), "m2");
+        assert_non_null(m);
+        assert_int_equal(m->addr.port, rd_swim_self(sim_swim(sim, 2))->addr.port);
+        assert_int_equal(m->status, RD_ALIVE);
+    }
+    sim_delete(sim);
+}
+
+static void test_restarted_member_is_alive_again_everywhere(void **state)
+{
+    struct sim *sim = cluster(10, 37);
+    converge(sim, 10, 5000);
+    sim_crash(sim, 0); /* even the seed */
+    struct seen dead = {0, RD_DEAD};
+    assert_true(sim_run_until_pred(sim, all_see, &dead, 100, 60000) != UINT64_MAX);
+    sim_start(sim, 0, 1);
+    struct seen alive = {0, RD_ALIVE};
+    uint64_t t = sim_run_until_pred(sim, all_see, &alive, 50, 10000);
+    printf("# restarted member alive everywhere after %llu ms\n", (unsigned long long)t);
+    assert_true(t <= 5000);
+    sim_run(sim, 30000);
+    assert_true(sim_all_see(sim, 0, RD_ALIVE));
+    assert_true(sim_converged(sim, 10));
+    sim_delete(sim);
+}
+
+static void test_restarted_seed_without_join_is_found_again(void **state)
+{
+    struct sim *sim = cluster(10, 41);
+    converge(sim, 10, 5000);
+    sim_crash(sim, 0);
+    struct seen dead = {0, RD_DEAD};
+    assert_true(sim_run_until_pred(sim, all_see, &dead, 100, 60000) != UINT64_MAX);
+    sim_start(sim, 0, 0); /* the seed comes back alone: the others must reach out */
+    uint64_t t = converge(sim, 10, 30000);
+    assert_true(t <= 15000);
+    sim_delete(sim);
+}
+
+static void test_partition_heals_into_one_cluster(void **state)
+{
+    struct sim *sim = cluster(20, 43);
+    converge(sim, 20, 5000);
+    sim_partition(sim, 10, true);
+    sim_run(sim, 5 * 60000);
+    /* each side has declared the other dead */
+    assert_true(sim_view(sim, 0, 15) == RD_DEAD);
+    assert_true(sim_view(sim, 15, 0) == RD_DEAD);
+    sim_partition(sim, 10, false);
+    uint64_t t = converge(sim, 20, 60000);
+    printf("# healed partition agrees after %llu ms\n", (unsigned long long)t);
+    assert_true(t <= 15000);
+    sim_delete(sim);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_three_members_join_and_agree),
+        cmocka_unit_test(test_ten_members_join_and_agree),
+        cmocka_unit_test(test_fifty_members_join_and_agree),
+        cmocka_unit_test(test_crashed_member_is_declared_dead_by_all),
+        cmocka_unit_test(test_unreachable_member_refutes_and_stays_alive),
+        cmocka_unit_test(test_leave_is_seen_as_left_not_dead),
+        cmocka_unit_test(test_dissemination_takes_logarithmic_rounds),
+        cmocka_unit_test(test_name_conflict_stops_the_newcomer_and_keeps_the_original),
+        cmocka_unit_test(test_restarted_member_is_alive_again_everywhere),
+        cmocka_unit_test(test_restarted_seed_without_join_is_found_again),
+        cmocka_unit_test(test_partition_heals_into_one_cluster),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
