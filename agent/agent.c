@@ -457,7 +457,7 @@ static void flush(struct rd_agent *a)
             char mine[RD_ADDR_STRLEN], theirs[RD_ADDR_STRLEN];
             rd_logf(RD_LOG_ERROR, "name conflict", RD_FSTR("member", ev.member.name),
                     RD_FSTR("addr", rd_addr_format(&ev.member.addr, mine, sizeof mine)),
-                    RD_FSTR("claimed_from", rd_addr_format(&ev.other.addr, theirs, sizeof theirs)),
+                    RD_FSTR("claimed_from", rd_addr_format(&ev.other_addr, theirs, sizeof theirs)),
                     RD_FSTR("action", ev.self ? "kept ours; the newer agent must stop"
                                               : "refused the newcomer"));
             continue;

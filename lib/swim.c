@@ -41,7 +41,7 @@
 /** Seeds remembered for joining. */
 #define SEEDS_MAX 16
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
-#define MISMATCH_SYNC_PERIODS 5
+#define MISMATCH_SYNC_PERIODS 1
 
 _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_NAME_MAX +
                        RD_ZONE_MAX + RD_TAGS_MAX + RD_NAME_MAX <=
@@ -109,7 +109,7 @@ struct rd_swim {
     uint32_t conflict_probe_seq; /* pinging an older namesake: does it still answer? */
     uint64_t conflict_probe_deadline_ms;
     struct rd_member conflict_candidate;
-    uint64_t last_mismatch_sync_ms;
+    uint64_t last_mismatch_sync_ms, last_followup_sync_ms;
     uint32_t health;
 
     struct out *outq;           /* ring buffer */
@@ -128,8 +128,8 @@ struct rd_swim {
     uint32_t join_backoff_ms;
 
     bool leaving;
-    uint64_t checksum;
-    bool checksum_dirty;
+    uint64_t checksum;           /* running sum of in-ring members' hashes */
+    size_t nlive, nsuspect;      /* running counts: alive+suspect, and suspect */
 
     struct rd_member *scratch;  /* piggyback and sync records handed to the caller */
     size_t scratch_cap;
@@ -159,10 +159,36 @@ static bool in_ring(uint8_t status)
 /* Members that are alive or suspect, self included: the N of SWIM's formulas. */
 static size_t live_count(const struct rd_swim *s)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < s->count; i++)
-        n += in_ring(s->members[i].status);
-    return n;
+    return s->nlive;
+}
+
+/* A member's share of the membership checksum: XXH3-64 of u8 len | name | u32 BE weight. */
+static uint64_t member_hash(const struct rd_member *m)
+{
+    uint8_t buf[1 + RD_NAME_MAX + 4];
+    size_t len = strlen(m->name);
+    buf[0] = (uint8_t)len;
+    memcpy(buf + 1, m->name, len);
+    buf[len + 1] = (uint8_t)(m->weight >> 24);
+    buf[len + 2] = (uint8_t)(m->weight >> 16);
+    buf[len + 3] = (uint8_t)(m->weight >> 8);
+    buf[len + 4] = (uint8_t)m->weight;
+    return XXH3_64bits(buf, len + 5);
+}
+
+/*
+ * Adds (sign = 1) or removes (sign = -1) a record's part in the running tallies, so that
+ * the checksum and counts cost O(1) per change instead of a pass over the table.
+ */
+static void tally(struct rd_swim *s, const struct rd_member *m, int sign)
+{
+    if (m->status == RD_SUSPECT)
+        s->nsuspect += (size_t)(ptrdiff_t)sign;
+    if (!in_ring(m->status))
+        return;
+    s->nlive += (size_t)(ptrdiff_t)sign;
+    uint64_t h = member_hash(m);
+    s->checksum += sign > 0 ? h : (uint64_t)0 - h;
 }
 
 void rd_swim_config_default(struct rd_swim_config *cfg)
@@ -296,14 +322,24 @@ static void pending_remove(struct rd_swim *s, uint32_t i)
     s->meta[i].tx_left = 0;
 }
 
-/* Queues member i's current record for dissemination, replacing older news about it. */
-static void broadcast(struct rd_swim *s, uint32_t i)
+/*
+ * Queues member i's current record for dissemination, replacing older news about it.
+ * News that clears a suspicion goes out twice as often: every member sends its copies in
+ * the same second or so, and a member that happens to miss all of them would later
+ * declare a live member dead. Doubling the copies squares that small chance.
+ */
+static void broadcast_n(struct rd_swim *s, uint32_t i, uint32_t times)
 {
-    s->meta[i].tx_left = retransmit_limit(s);
+    s->meta[i].tx_left = times * retransmit_limit(s);
     if (s->meta[i].pending_pos < 0) {
         s->meta[i].pending_pos = (int32_t)s->npending;
         s->pending[s->npending++] = i;
     }
+}
+
+static void broadcast(struct rd_swim *s, uint32_t i)
+{
+    broadcast_n(s, i, 1);
 }
 
 static size_t record_size(const struct rd_member *m)
@@ -313,14 +349,16 @@ static size_t record_size(const struct rd_member *m)
 }
 
 /* Adds record i to the packet scratch if it fits; returns false when it does not. */
-static bool take_record(struct rd_swim *s, uint32_t i, size_t *budget, size_t *n)
+static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t *budget,
+                        size_t *n)
 {
     size_t size = record_size(&s->members[i]);
     if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS)
         return false;
     for (size_t k = 0; k < *n; k++)
-        if (strcmp(s->scratch[k].name, s->members[i].name) == 0)
+        if (onboard[k] == i)
             return true; /* already on board */
+    onboard[*n] = i;
     s->scratch[(*n)++] = s->members[i];
     *budget -= size;
     return true;
@@ -332,19 +370,22 @@ static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, si
 {
     size_t budget = RD_PACKET_BUDGET - RD_WIRE_HEADER_MAX - nmsgs * RD_WIRE_MSG_MAX;
     size_t n = 0;
-    if (with_self)
-        take_record(s, 0, &budget, &n);
+    uint32_t onboard[RD_PACKET_MAX_MEMBERS];
+    /* our own record first when it is news (a refutation, a leave): it is the one thing
+     * nobody else can say for us, and a slow refutation is a false death */
+    if (with_self || s->meta[0].tx_left > 0)
+        take_record(s, 0, onboard, &budget, &n);
     if (to_name && to_name[0]) {
         int d = find_entry(s, to_name);
         if (d > 0 && s->members[d].status == RD_SUSPECT)
-            take_record(s, (uint32_t)d, &budget, &n);
+            take_record(s, (uint32_t)d, onboard, &budget, &n);
     }
     size_t tries = s->npending;
     while (tries-- > 0 && s->npending > 0) {
         if (s->pending_cursor >= s->npending)
             s->pending_cursor = 0;
         uint32_t i = s->pending[s->pending_cursor];
-        if (!take_record(s, i, &budget, &n))
+        if (!take_record(s, i, onboard, &budget, &n))
             break;
         if (--s->meta[i].tx_left == 0)
             pending_remove(s, i); /* the last one moved into the cursor's place */
@@ -394,7 +435,7 @@ static void push_conflict(struct rd_swim *s, uint32_t i, const struct rd_member 
         return;
     struct rd_swim_event *ev = &s->events[(s->ev_head + s->ev_len - 1) % s->ev_cap];
     ev->conflict = true;
-    ev->other = *other;
+    ev->other_addr = other->addr;
 }
 
 static void send_msg_ex(struct rd_swim *s, const struct rd_addr *to, const char *to_name,
@@ -431,10 +472,11 @@ static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t n
 {
     if (s->members[i].status != status)
         s->meta[i].changed_ms = now_ms;
+    tally(s, &s->members[i], -1);
     s->members[i].status = status;
+    tally(s, &s->members[i], 1);
     if (status != RD_SUSPECT)
         s->members[i].accuser[0] = '\0';
-    s->checksum_dirty = true;
 }
 
 static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmations)
@@ -509,7 +551,7 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
     s->meta[i] = (struct entry){.changed_ms = now_ms, .pending_pos = -1};
     bool found;
     s->index[index_slot(s, r->name, &found)] = i + 1;
-    s->checksum_dirty = true;
+    tally(s, r, 1);
     probe_order_insert(s, i);
     return (int)i;
 }
@@ -517,6 +559,7 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
 /* Drops entry i (a reaped tombstone), moving the last entry into its slot. */
 static void remove_member(struct rd_swim *s, uint32_t i)
 {
+    tally(s, &s->members[i], -1);
     pending_remove(s, i);
     index_remove(s, s->members[i].name);
     for (size_t k = 0; k < s->probe_len; k++)
@@ -540,7 +583,6 @@ static void remove_member(struct rd_swim *s, uint32_t i)
             if (s->probe_order[k] == last)
                 s->probe_order[k] = i;
     }
-    s->checksum_dirty = true;
 }
 
 /* Our own record is contradicted: outrank it and tell everyone. */
@@ -550,7 +592,7 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
     uint64_t inc = accused_incarnation >= me->incarnation ? accused_incarnation : me->incarnation;
     me->incarnation = inc + 1;
     set_status(s, 0, s->leaving ? RD_LEFT : RD_ALIVE, now_ms);
-    broadcast(s, 0);
+    broadcast_n(s, 0, 2);
     s->stats.refutes++;
     if (s->health < s->cfg.awareness_max)
         s->health++; /* Lifeguard: being suspected hints that we are the slow one */
@@ -635,14 +677,16 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
      * if they rank higher (alive < suspect < dead < left) */
     if (!(newer || (same && rec.status > old)))
         return false;
+    tally(s, cur, -1);
     *cur = rec;
     cur->status = old; /* set_status records the transition */
+    tally(s, cur, 1);
     set_status(s, i, rec.status, now_ms);
     if (rec.status == RD_SUSPECT)
         start_suspicion(s, i, rec.accuser, now_ms);
     if (old != rec.status)
         push_event(s, i, old, false);
-    broadcast(s, i);
+    broadcast_n(s, i, rec.status == RD_ALIVE && old != RD_ALIVE ? 2 : 1);
     return true;
 }
 
@@ -895,6 +939,8 @@ static void run_relays(struct rd_swim *s, uint64_t now_ms)
 
 static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
+    if (s->nsuspect == 0)
+        return;
     for (uint32_t i = 1; i < s->count; i++) {
         if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspect_deadline_ms)
             continue;
@@ -1023,7 +1069,7 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
         t = min_u64(t, s->relays[k].deadline_ms);
     if (s->conflict_probe_seq)
         t = min_u64(t, s->conflict_probe_deadline_ms);
-    for (uint32_t i = 1; i < s->count; i++)
+    for (uint32_t i = 1; i < s->count && s->nsuspect > 0; i++)
         if (s->members[i].status == RD_SUSPECT)
             t = min_u64(t, s->meta[i].suspect_deadline_ms);
     return t;
@@ -1089,11 +1135,21 @@ bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packe
         return false;
     s->stats.syncs_in++;
     s->joined = true;
+    uint64_t refutes = s->stats.refutes;
     merge_all(s, pkt, now_ms, true);
+    bool wants_reply = false;
     for (size_t k = 0; k < pkt->nmsgs; k++)
         if (pkt->msgs[k].type == RD_MSG_SYNC && (pkt->msgs[k].flags & RD_SYNC_REPLY))
-            return true;
-    return false;
+            wants_reply = true;
+    /* The peer's reply said we were suspect or dead (a healed partition): it has not seen
+     * our refutation yet, so tell it now rather than at the next chance meeting. */
+    int peer = find_entry(s, pkt->from);
+    if (!wants_reply && s->stats.refutes != refutes && peer > 0 &&
+        now_ms - s->last_followup_sync_ms >= s->cfg.probe_interval_ms) {
+        s->last_followup_sync_ms = now_ms;
+        queue_sync(s, &s->members[peer].addr);
+    }
+    return wants_reply;
 }
 
 void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to)
@@ -1165,36 +1221,8 @@ void rd_swim_counts(const struct rd_swim *s, size_t counts[4])
         counts[s->members[i].status & 3]++;
 }
 
-static int cmp_name(const void *a, const void *b)
+uint64_t rd_swim_checksum(const struct rd_swim *s)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-uint64_t rd_swim_checksum(struct rd_swim *s)
-{
-    if (!s->checksum_dirty)
-        return s->checksum;
-    const char **names = malloc(s->count * sizeof *names);
-    if (!names)
-        return s->checksum;
-    size_t n = 0;
-    for (size_t i = 0; i < s->count; i++)
-        if (in_ring(s->members[i].status))
-            names[n++] = s->members[i].name;
-    qsort(names, n, sizeof *names, cmp_name);
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    for (size_t k = 0; k < n; k++) {
-        const struct rd_member *m = rd_swim_find(s, names[k]);
-        uint8_t len = (uint8_t)strlen(m->name);
-        uint8_t w[4] = {m->weight >> 24, m->weight >> 16, m->weight >> 8, m->weight};
-        XXH3_64bits_update(&st, &len, 1);
-        XXH3_64bits_update(&st, m->name, len);
-        XXH3_64bits_update(&st, w, 4);
-    }
-    free(names);
-    s->checksum = n ? XXH3_64bits_digest(&st) : 0;
-    s->checksum_dirty = false;
     return s->checksum;
 }
 
@@ -1245,7 +1273,6 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     add_member(s, &me, now_ms);
     s->probe_len = s->probe_pos = 0; /* we never probe ourselves */
     broadcast(s, 0);
-    s->checksum_dirty = true;
     s->joined = false;
     s->join_next_ms = UINT64_MAX;
     /* spread the first probe and sync so that agents started together do not beat in step */

@@ -55,9 +55,9 @@ struct rd_swim_event {
     uint8_t old_status;            /**< status before the change (or RD_ALIVE/new) */
     bool is_new;                   /**< first time we hear of this member */
     bool self;                     /**< the change is about this agent */
-    bool conflict;                 /**< not a change: `other` claims member's name from
-                                        another address, and was refused */
-    struct rd_member other;        /**< the refused namesake, when `conflict` */
+    bool conflict;                 /**< not a change: a namesake claims member's name from
+                                        `other_addr`, and was refused */
+    struct rd_addr other_addr;     /**< the refused namesake's address, when `conflict` */
 };
 
 /** Counters, for INFO and tests. */
@@ -136,11 +136,12 @@ const struct rd_member *rd_swim_find(const struct rd_swim *s, const char *name);
 /** Members per status (self included), indexed by enum rd_status. */
 void rd_swim_counts(const struct rd_swim *s, size_t counts[4]);
 /**
- * Membership checksum: XXH3-64 over the members in the ring (alive and suspect) in name
- * order, each as u8 len | name | u32 big-endian weight. Equal on two agents exactly when
- * their rings hold the same members at the same weights.
+ * Membership checksum: the sum (mod 2^64) over the members in the ring (alive and
+ * suspect) of XXH3-64 of u8 len | name | u32 big-endian weight. A sum does not depend on
+ * order, so it is kept up to date in O(1) per change. Equal on two agents exactly when
+ * their rings hold the same members at the same weights (up to hash collisions).
  */
-uint64_t rd_swim_checksum(struct rd_swim *s);
+uint64_t rd_swim_checksum(const struct rd_swim *s);
 /**
  * Non-NULL once an older namesake was found alive at another address: this agent joined
  * with a name already in use, and must stop (the record is the namesake's).

@@ -193,15 +193,21 @@ static void do_sync(struct sim *sim, size_t i, const struct rd_addr *to)
     mark_drain(sim, (size_t)j);
 }
 
-static void count_event(struct sim *sim, const struct rd_swim_event *ev)
+static void count_event(struct sim *sim, size_t viewer, const struct rd_swim_event *ev)
 {
     int about = member_of_name(sim, ev->member.name);
     if (about < 0 || ev->member.status > RD_LEFT)
         return;
     sim->events[(size_t)about * 4 + ev->member.status]++;
     const struct simm *m = &sim->m[about];
-    if (ev->member.status == RD_DEAD && m->state == SIM_UP && !m->leaving)
+    if (ev->member.status == RD_DEAD && m->state == SIM_UP && !m->leaving) {
         sim->false_deaths++;
+        if (getenv("RINGD_SIM_DEBUG"))
+            fprintf(stderr, "sim %llu: %s declares %s dead at incarnation %llu (its own: %llu, accuser %s)\n",
+                    (unsigned long long)sim->now, sim->m[viewer].name, ev->member.name,
+                    (unsigned long long)ev->member.incarnation,
+                    (unsigned long long)rd_swim_self(m->swim)->incarnation, ev->member.accuser);
+    }
 }
 
 static void drain_one(struct sim *sim, size_t i)
@@ -240,7 +246,7 @@ static void drain_one(struct sim *sim, size_t i)
         do_sync(sim, i, &to);
     struct rd_swim_event ev;
     while (rd_swim_poll_event(m->swim, &ev))
-        count_event(sim, &ev);
+        count_event(sim, i, &ev);
     if (m->leaving && (rd_swim_leave_done(m->swim) || sim->now >= m->leave_deadline)) {
         m->state = SIM_DOWN; /* its last packets are already on the wire */
         return;

@@ -229,6 +229,69 @@ static void test_partition_heals_into_one_cluster(void **state)
     sim_delete(sim);
 }
 
+static void test_hundred_members_with_ten_percent_loss_have_no_false_deaths(void **state)
+{
+    struct sim *sim = cluster(100, 47);
+    converge(sim, 100, 20000);
+    sim_set_loss(sim, SIZE_MAX, SIZE_MAX, 0.10);
+    sim_run(sim, 10 * 60000);
+    printf("# 10 min at 10%% loss: %llu false deaths, %llu suspicions of m50\n",
+           (unsigned long long)sim_false_deaths(sim),
+           (unsigned long long)sim_event_count(sim, 50, RD_SUSPECT));
+    assert_int_equal(sim_false_deaths(sim), 0);
+    sim_set_loss(sim, SIZE_MAX, SIZE_MAX, 0.0);
+    converge(sim, 100, 30000);
+    sim_delete(sim);
+}
+
+static void test_frozen_member_is_declared_dead_then_refutes_after_thaw(void **state)
+{
+    struct sim *sim = cluster(10, 53);
+    converge(sim, 10, 5000);
+    /* suspicion timeout at N=10 is 4 s to 24 s (Lifeguard); freeze for 2x the longest */
+    sim_freeze(sim, 6, true);
+    struct seen dead = {6, RD_DEAD};
+    uint64_t t = sim_run_until_pred(sim, all_see, &dead, 100, 48000);
+    printf("# frozen member declared dead by all after %llu ms\n", (unsigned long long)t);
+    assert_true(t != UINT64_MAX);
+    sim_run(sim, 48000 - t);
+    sim_freeze(sim, 6, false);
+    struct seen alive = {6, RD_ALIVE};
+    t = sim_run_until_pred(sim, all_see, &alive, 50, 20000);
+    printf("# thawed member alive everywhere after %llu ms\n", (unsigned long long)t);
+    assert_true(t <= 10000);
+    converge(sim, 10, 10000);
+    sim_delete(sim);
+}
+
+static void test_half_and_half_partition_heals_within_seconds(void **state)
+{
+    struct sim *sim = cluster(100, 59);
+    converge(sim, 100, 20000);
+    sim_partition(sim, 50, true);
+    sim_run(sim, 5 * 60000);
+    assert_true(sim_view(sim, 10, 90) == RD_DEAD);
+    sim_partition(sim, 50, false);
+    uint64_t t = converge(sim, 100, 60000);
+    printf("# 50/50 partition healed, one checksum after %llu ms\n", (unsigned long long)t);
+    assert_true(t <= 10000);
+    sim_delete(sim);
+}
+
+static void test_thousand_members_join_from_one_seed_in_log_rounds(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct sim *sim = sim_new(1000, test_seed(61), &cfg);
+    sim_start_all(sim, 0, 0); /* all at once */
+    uint64_t t = converge(sim, 1000, 120000);
+    double rounds = (double)t / cfg.gossip_interval_ms;
+    printf("# 1000 members agree after %llu ms = %.1f gossip rounds (log2 N = 10)\n",
+           (unsigned long long)t, rounds);
+    assert_true(rounds <= 4.0 * 10.0);
+    sim_delete(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +306,10 @@ int main(void)
         cmocka_unit_test(test_restarted_member_is_alive_again_everywhere),
         cmocka_unit_test(test_restarted_seed_without_join_is_found_again),
         cmocka_unit_test(test_partition_heals_into_one_cluster),
+        cmocka_unit_test(test_hundred_members_with_ten_percent_loss_have_no_false_deaths),
+        cmocka_unit_test(test_frozen_member_is_declared_dead_then_refutes_after_thaw),
+        cmocka_unit_test(test_half_and_half_partition_heals_within_seconds),
+        cmocka_unit_test(test_thousand_members_join_from_one_seed_in_log_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
