@@ -1,0 +1,288 @@
+/*
+ * ring_bench.c — how fast the ring answers and rebuilds, against the obvious alternative.
+ *
+ *   bench_ring [--csv FILE] [--keys N] [--runs R]
+ *
+ * Lookups: ns per rd_ring_owner() call, key hashing included, over pre-generated
+ * "key:<i>" strings, for rings of 1,600 / 16,000 / 160,000 points (10 / 100 / 1,000 members
+ * x 160 vnodes). Side by side, in the same run and on the same keys, a baseline ring built
+ * here from the very same points: one sorted uint64_t array searched by a plain binary
+ * search (lower bound, wrap to 0). Both hash keys with the same inlined XXH3, so the ratio
+ * isolates the search. Each figure is the median of R runs. The baseline is also checked to
+ * give the same owner for every key (it is the reference construction, just slower).
+ *
+ * Rebuilds: ms per rd_ring_new() for 100 / 1,000 / 10,000 members at RD_RING_VNODES_DEFAULT,
+ * median of R (more for the small rings).
+ *
+ * Results are folded into a checksum that is printed, so the compiler cannot drop the loops.
+ * Not a test: nothing here asserts a time. Build it in Release without sanitizers.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ring.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define KEY_STRIDE 16 /* "key:" + up to 10 digits + NUL */
+#define MAX_RUNS   101
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- the baseline: sorted points, binary search ------------------------------------------ */
+
+struct base_point {
+    uint64_t hash;
+    uint32_t owner;
+};
+
+struct base_ring {
+    size_t n;
+    uint64_t *hashes;
+    uint32_t *owner;
+};
+
+static int cmp_base_point(const void *a, const void *b)
+{
+    const struct base_point *x = a, *y = b;
+    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+    return (x->owner > y->owner) - (x->owner < y->owner);
+}
+
+/* The same points as `ring` (recomputed from its members through the public hash). */
+static int base_build(const struct rd_ring *ring, struct base_ring *b)
+{
+    size_t n = rd_ring_point_count(ring), k = 0;
+    struct base_point *p = malloc(n * sizeof *p);
+    b->hashes = malloc(n * sizeof *b->hashes);
+    b->owner = malloc(n * sizeof *b->owner);
+    if (!p || !b->hashes || !b->owner) return -1;
+    for (size_t m = 0; m < rd_ring_member_count(ring); m++) {
+        const char *name = rd_ring_member_name(ring, m);
+        for (uint32_t i = 0; i < rd_ring_member_points(ring, m); i++)
+            p[k++] = (struct base_point){rd_ring_point_hash(name, strlen(name), i), (uint32_t)m};
+    }
+    qsort(p, n, sizeof *p, cmp_base_point);
+    for (size_t i = 0; i < n; i++) {
+        b->hashes[i] = p[i].hash;
+        b->owner[i] = p[i].owner;
+    }
+    free(p);
+    b->n = n;
+    return 0;
+}
+
+static void base_free(struct base_ring *b)
+{
+    free(b->hashes);
+    free(b->owner);
+}
+
+static inline uint32_t base_owner(const struct base_ring *b, const void *key, size_t len)
+{
+    uint64_t pos = XXH3_64bits(key, len);
+    size_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->hashes[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return b->owner[lo == b->n ? 0 : lo];
+}
+
+/* ---- runs ------------------------------------------------------------------------------- */
+
+struct keys {
+    size_t n;
+    char *buf;    /* n x KEY_STRIDE */
+    uint8_t *len; /* n */
+};
+
+static uint64_t sink; /* results fold in here and are printed */
+
+static double time_ring(const struct rd_ring *ring, const struct keys *k)
+{
+    uint64_t sum = 0;
+    double t0 = now_ns();
+    for (size_t i = 0; i < k->n; i++)
+        sum += (uint64_t)rd_ring_owner(ring, k->buf + i * KEY_STRIDE, k->len[i]);
+    double t1 = now_ns();
+    sink = sink * 31 + sum;
+    return (t1 - t0) / (double)k->n;
+}
+
+static double time_base(const struct base_ring *b, const struct keys *k)
+{
+    uint64_t sum = 0;
+    double t0 = now_ns();
+    for (size_t i = 0; i < k->n; i++)
+        sum += base_owner(b, k->buf + i * KEY_STRIDE, k->len[i]);
+    double t1 = now_ns();
+    sink = sink * 31 + sum;
+    return (t1 - t0) / (double)k->n;
+}
+
+static struct rd_ring *make_ring(size_t members, uint32_t vnodes)
+{
+    struct rd_ring_member *m = calloc(members, sizeof *m);
+    char(*names)[RD_NAME_MAX + 1] = calloc(members, sizeof *names);
+    struct rd_ring *ring = NULL;
+    if (!m || !names) {
+        free(m);
+        free(names);
+        return NULL;
+    }
+    for (size_t i = 0; i < members; i++) {
+        snprintf(names[i], sizeof names[i], "node-%zu", i);
+        m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL};
+    }
+    int rc = rd_ring_new(m, members, vnodes, &ring);
+    free(m);
+    free(names);
+    return rc == 0 ? ring : NULL;
+}
+
+static double time_rebuild(size_t members, uint32_t vnodes, int runs)
+{
+    struct rd_ring_member *m = calloc(members, sizeof *m);
+    char(*names)[RD_NAME_MAX + 1] = calloc(members, sizeof *names);
+    double t[MAX_RUNS];
+    if (!m || !names) exit(1);
+    for (size_t i = 0; i < members; i++) {
+        snprintf(names[i], sizeof names[i], "node-%zu", i);
+        m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL};
+    }
+    for (int r = 0; r < runs; r++) {
+        struct rd_ring *ring = NULL;
+        double t0 = now_ns();
+        int rc = rd_ring_new(m, members, vnodes, &ring);
+        double t1 = now_ns();
+        if (rc != 0) {
+            fprintf(stderr, "rd_ring_new: %d\n", rc);
+            exit(1);
+        }
+        sink = sink * 31 + rd_ring_checksum(ring);
+        rd_ring_delete(ring);
+        t[r] = (t1 - t0) / 1e6;
+    }
+    free(m);
+    free(names);
+    return median(t, runs);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench_ring [--csv FILE] [--keys N] [--runs R]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *csv_path = NULL;
+    size_t nkeys = 1000000;
+    int runs = 5;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
+            csv_path = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc)
+            nkeys = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else
+            usage();
+    }
+    if (nkeys == 0 || runs < 1 || runs > MAX_RUNS) usage();
+    FILE *csv = NULL;
+    if (csv_path) {
+        csv = fopen(csv_path, "w");
+        if (!csv) {
+            perror(csv_path);
+            return 1;
+        }
+        fprintf(csv, "bench,members,vnodes,points,ringd,baseline,ratio,unit\n");
+    }
+
+    struct keys k = {nkeys, malloc(nkeys * KEY_STRIDE), malloc(nkeys)};
+    if (!k.buf || !k.len) return 1;
+    for (size_t i = 0; i < nkeys; i++)
+        k.len[i] = (uint8_t)snprintf(k.buf + i * KEY_STRIDE, KEY_STRIDE, "key:%zu", i);
+
+    printf("lookup: ns per owner(key), hash included, %zu keys, median of %d runs\n", nkeys, runs);
+    printf("%8s %7s %8s | %10s %12s %7s\n", "members", "vnodes", "points", "ringd ns", "bsearch ns",
+           "ratio");
+    static const size_t lookup_members[] = {10, 100, 1000};
+    const uint32_t lookup_vnodes = 160;
+    for (size_t c = 0; c < sizeof lookup_members / sizeof *lookup_members; c++) {
+        struct rd_ring *ring = make_ring(lookup_members[c], lookup_vnodes);
+        struct base_ring b;
+        if (!ring || base_build(ring, &b) != 0) return 1;
+        size_t mismatches = 0;
+        for (size_t i = 0; i < nkeys; i++) {
+            const char *key = k.buf + i * KEY_STRIDE;
+            mismatches +=
+                (uint32_t)rd_ring_owner(ring, key, k.len[i]) != base_owner(&b, key, k.len[i]);
+        }
+        double tr[MAX_RUNS], tb[MAX_RUNS];
+        for (int r = 0; r < runs; r++) {
+            /* interleaved, so drift in clock or load hits both alike */
+            tr[r] = time_ring(ring, &k);
+            tb[r] = time_base(&b, &k);
+        }
+        double mr = median(tr, runs), mb = median(tb, runs);
+        printf("%8zu %7u %8zu | %10.2f %12.2f %6.2fx%s\n", lookup_members[c], lookup_vnodes,
+               rd_ring_point_count(ring), mr, mb, mb / mr,
+               mismatches ? "  MISMATCH vs baseline!" : "");
+        if (csv)
+            fprintf(csv, "lookup,%zu,%u,%zu,%.3f,%.3f,%.3f,ns\n", lookup_members[c], lookup_vnodes,
+                    rd_ring_point_count(ring), mr, mb, mb / mr);
+        base_free(&b);
+        rd_ring_delete(ring);
+        if (mismatches) return 1;
+    }
+
+    printf("\nrebuild: ms per rd_ring_new() at vnodes %u, median\n", RD_RING_VNODES_DEFAULT);
+    printf("%8s %7s %9s | %10s %5s\n", "members", "vnodes", "points", "ms", "runs");
+    static const size_t build_members[] = {100, 1000, 10000};
+    for (size_t c = 0; c < sizeof build_members / sizeof *build_members; c++) {
+        int r = build_members[c] >= 10000 ? runs : 4 * runs + 1;
+        if (r > MAX_RUNS) r = MAX_RUNS;
+        double ms = time_rebuild(build_members[c], RD_RING_VNODES_DEFAULT, r);
+        size_t points = build_members[c] * RD_RING_VNODES_DEFAULT;
+        printf("%8zu %7u %9zu | %10.3f %5d\n", build_members[c], RD_RING_VNODES_DEFAULT, points, ms,
+               r);
+        if (csv)
+            fprintf(csv, "rebuild,%zu,%u,%zu,%.4f,,,ms\n", build_members[c], RD_RING_VNODES_DEFAULT,
+                    points, ms);
+    }
+    printf("\nchecksum %016llx\n", (unsigned long long)sink);
+    free(k.buf);
+    free(k.len);
+    if (csv && fclose(csv) != 0) {
+        perror(csv_path);
+        return 1;
+    }
+    return 0;
+}

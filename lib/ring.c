@@ -1,0 +1,848 @@
+/*
+ * ring.c — the consistent-hash ring (see ring.h; the construction is specified byte by byte
+ * in proto/PROTOCOL.md, "The ring").
+ *
+ * Shape of a snapshot, one allocation, never written after rd_ring_new() returns:
+ *
+ *   hashes[0..P]   sorted point positions, plus    } structure of arrays: a lookup reads
+ *                  hashes[P] = UINT64_MAX sentinel } one prefix entry, about one hash and
+ *   owner[0..P)    member index of each point      } one owner, instead of striding over
+ *                                                  } 16-byte {hash, owner} records
+ *   first[0..2^b]  prefix table, 2^b >= P: first[p] = index of the first point whose top
+ *                  b bits are >= p; first[2^b] = P
+ *   points, names  per member, in name order (the member index)
+ *
+ * Why a prefix table. XXH3 spreads points uniformly, so with 2^b >= P buckets keyed by the
+ * top b bits of a position a bucket holds one point or less on average. A lookup reads
+ * first[top b bits of pos] and steps forward while hashes[i] < pos: every point of a later
+ * bucket is larger than pos, and the sentinel stops a scan that runs off the end (then the
+ * answer wraps to point 0), so the scan needs no bucket bounds. That is expected O(1) with
+ * two or three cache lines and hardly a branch to mispredict, against log2(P) dependent,
+ * mispredicted probes for a binary search, and it returns exactly what the sorted array
+ * would: it *is* the sorted array, with an index.
+ *
+ * Why a bucket sort. qsort of 512k points takes ~100 ms here; the points are uniform 64-bit
+ * numbers, so the same top-b-bit buckets that make the prefix table sort them in O(P): count
+ * per bucket, prefix-sum the counts (which is the prefix table), scatter, and sort each bucket
+ * (one point on average) in place. Done naively in one pass, the scatter touches memory at
+ * random and costs a cache and TLB miss per point once P outgrows the caches, so it runs in
+ * two levels (see sort_points): a coarse split by the top few bits into cache-sized groups,
+ * then the fine buckets within each group. A staging area of about P points is the price;
+ * it lives only during rd_ring_new().
+ *
+ * Tie order. Two points with the same hash (an XXH3 collision; or equal points of one member)
+ * are ordered by member index, and members are indexed in name order (bytewise, a prefix
+ * first). So the owner of a contested position is the member with the smallest name,
+ * whatever order the member list arrived in: every agent agrees (ringpop-go#196 broke ties
+ * by insertion order and its nodes disagreed). The sort compares (hash, owner) explicitly, so
+ * the rule does not hang on the stability of any pass.
+ *
+ * Point encoding. u8 len | name | u32 big-endian i cannot collide between different
+ * (name, i) pairs, unlike concatenation ("1.2.3.4:55"+"5" = "1.2.3.4:5"+"55").
+ *
+ * Point counts. max(1, (vnodes * weight_milli + 500) / 1000) in 64-bit integers: a member's
+ * count depends on its own weight and nothing else, never on floats or the total weight
+ * (ketama's float rounding moved keys between unchanged servers).
+ */
+#include "ring.h"
+#include "ring_internal.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rd_err.h"
+
+/* Inline XXH3 so that hashing a short key or point costs no call into libxxhash. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* 2^24 points need 24 prefix bits; the shift below assumes 1 <= b <= 32. */
+_Static_assert(RD_RING_MAX_POINTS <= (1u << 24), "prefix table index must fit the bucket math");
+_Static_assert(RD_RING_VNODES_MAX <= UINT64_MAX / 2 / RD_WEIGHT_MAX,
+               "point count arithmetic must not overflow");
+_Static_assert(RD_NAME_MAX <= 255, "name length is encoded in one byte");
+
+/* Largest encoded point: u8 len | name | u32 i. */
+#define POINT_BUF_MAX (1 + RD_NAME_MAX + 4)
+/* rd_ring_owners() dedupes on a stack bitmap up to this many members (2 KiB of stack). */
+#define OWNERS_STACK_MEMBERS 16384
+/* ... and by scanning out[] when it wants at most this many members. */
+#define OWNERS_LINEAR_MAX 16
+#define NOBODY            UINT32_MAX
+
+struct ring_name {
+    uint8_t len;
+    char s[RD_NAME_MAX + 1];
+};
+
+struct rd_ring {
+    uint32_t nmembers;
+    uint32_t npoints;
+    uint32_t vnodes;
+    unsigned shift; /* 64 - b; lookup bucket = pos >> shift */
+    uint64_t checksum;
+    uint64_t *hashes;        /* [npoints], sorted by (hash, owner) */
+    uint32_t *owner;         /* [npoints] member index */
+    uint32_t *first;         /* [2^b + 1] prefix table */
+    uint32_t *points;        /* [nmembers] points per member */
+    struct ring_name *names; /* [nmembers] in name order */
+};
+
+/* Every allocation of the module: malloc, or a test's failing stand-in (ring_internal.h).
+ * Whatever it returns is released with free(). */
+static void *ring_alloc(const struct rd_ring_hooks *hooks, size_t size)
+{
+    return hooks && hooks->alloc ? hooks->alloc(size, hooks->ctx) : malloc(size);
+}
+
+/* ---- hashing ---------------------------------------------------------------------------- */
+
+/* Writes the point encoding's fixed part (u8 len | name) to buf; returns its length. */
+static size_t point_prefix(uint8_t *buf, const char *name, size_t len)
+{
+    buf[0] = (uint8_t)len;
+    memcpy(buf + 1, name, len);
+    return 1 + len;
+}
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* Appends u32 big-endian i after a prefix of `plen` bytes and hashes the whole. */
+static inline uint64_t point_hash_at(uint8_t buf[POINT_BUF_MAX], size_t plen, uint32_t i)
+{
+    put_be32(buf + plen, i);
+    return XXH3_64bits(buf, plen + 4);
+}
+
+uint64_t rd_ring_point_hash(const char *name, size_t name_len, uint32_t i)
+{
+    uint8_t buf[POINT_BUF_MAX];
+    /* Names are at most RD_NAME_MAX bytes; a longer one is a caller bug, truncated safely. */
+    if (name_len > RD_NAME_MAX) name_len = RD_NAME_MAX;
+    return point_hash_at(buf, point_prefix(buf, name, name_len), i);
+}
+
+uint64_t rd_ring_key_hash(const void *key, size_t len)
+{
+    return XXH3_64bits(key, len);
+}
+
+/* ---- building --------------------------------------------------------------------------- */
+
+static uint64_t point_count(uint32_t vnodes, uint32_t weight)
+{
+    uint64_t p = ((uint64_t)vnodes * weight + RD_WEIGHT_ONE / 2) / RD_WEIGHT_ONE;
+    return p ? p : 1;
+}
+
+static int cmp_member_name(const void *a, const void *b)
+{
+    const struct rd_ring_member *x = *(const struct rd_ring_member *const *)a;
+    const struct rd_ring_member *y = *(const struct rd_ring_member *const *)b;
+    /* strcmp compares as unsigned char and a prefix sorts first: exactly the spec's order. */
+    return strcmp(x->name, y->name);
+}
+
+static size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+/* Coarse groups of the two-level bucket sort: at most 2^COARSE_BITS_MAX write streams... */
+#define COARSE_BITS_MAX 8
+/* ... and about 2^FINE_BITS buckets (~ points) per group, so that a group sorts in cache. */
+#define FINE_BITS 10
+/* Points encoded ahead of hashing (see hash_batch). */
+#define HASH_BATCH 32
+
+/*
+ * How the points are sorted: c coarse bits (2^c groups), `cap` staging slots per group, and
+ * the staging size in entries (hashes and owners each) plus the list of crowded buckets.
+ * A group's count is binomial around mean = P / 2^c; cap leaves 8 standard deviations of
+ * slack, so that overflowing it (which costs a slower second pass, not a wrong answer) takes
+ * a deliberately crowded input.
+ */
+struct sort_shape {
+    unsigned c;
+    uint32_t cap;
+    size_t per_group; /* fine buckets per group: 2^(b - c) */
+    size_t tmp_entries;
+};
+
+static struct sort_shape sort_shape_of(uint32_t total, unsigned b)
+{
+    struct sort_shape sh;
+    sh.c = b > FINE_BITS ? b - FINE_BITS : 0;
+    if (sh.c > COARSE_BITS_MAX) sh.c = COARSE_BITS_MAX;
+    sh.per_group = (size_t)1 << (b - sh.c);
+    uint32_t mean = (total >> sh.c) + 1, sd = 1;
+    while ((uint64_t)(sd + 1) * (sd + 1) <= mean)
+        sd++;
+    uint64_t cap = sh.c ? (uint64_t)mean + 8u * sd + 16 : total;
+    sh.cap = (uint32_t)(cap < total ? cap : total);
+    size_t slots = ((size_t)1 << sh.c) * sh.cap;
+    sh.tmp_entries = slots > total ? slots : total;
+    return sh;
+}
+
+/* Staging for the sort (one allocation, freed by rd_ring_new). */
+struct sort_tmp {
+    uint64_t *h;      /* [tmp_entries] */
+    uint32_t *o;      /* [tmp_entries] */
+    uint32_t *multi2; /* [per_group] buckets of one group holding two points or more */
+    uint32_t *multi3; /* [per_group] ... three or more */
+};
+
+static size_t sort_tmp_size(const struct sort_shape *sh)
+{
+    return sh->tmp_entries * (sizeof(uint64_t) + sizeof(uint32_t)) +
+           2 * sh->per_group * sizeof(uint32_t);
+}
+
+static struct sort_tmp sort_tmp_of(char *mem, const struct sort_shape *sh)
+{
+    struct sort_tmp t;
+    t.h = (uint64_t *)mem;
+    t.o = (uint32_t *)(mem + sh->tmp_entries * sizeof(uint64_t));
+    t.multi2 = t.o + sh->tmp_entries;
+    t.multi3 = t.multi2 + sh->per_group;
+    return t;
+}
+
+/*
+ * Hashes points i0 .. i0+cnt-1 of member nm into out[]. enc[] holds the member's encoding
+ * prefix in its first min(points, HASH_BATCH) slots. The indexes are written for the whole
+ * batch before any is hashed: XXH3 reading 8 bytes just stored byte by byte stalls on store
+ * forwarding, which costs 4x the hash itself.
+ */
+static void hash_batch(uint8_t enc[][POINT_BUF_MAX], size_t plen, const struct ring_name *nm,
+                       uint32_t i0, uint32_t cnt, rd_ring_point_hash_fn *fn, void *ctx,
+                       uint64_t out[HASH_BATCH])
+{
+    for (uint32_t s = 0; s < cnt; s++)
+        put_be32(enc[s] + plen, i0 + s);
+    for (uint32_t s = 0; s < cnt; s++)
+        out[s] = fn ? fn(nm->s, nm->len, i0 + s, ctx) : XXH3_64bits(enc[s], plen + 4);
+}
+
+/* Orders points a and b (a < b) by (hash, owner) without a branch: sizes and orders of
+ * crowded buckets are random, so a branch here would mispredict half the time. */
+static inline void compare_exchange(uint64_t *hashes, uint32_t *owner, uint32_t a, uint32_t b)
+{
+    uint64_t h0 = hashes[a], h1 = hashes[b];
+    uint32_t o0 = owner[a], o1 = owner[b];
+    /* & and | rather than && and ||, which would branch */
+    uint64_t swap = (uint64_t)0 - (uint64_t)((h1 < h0) | ((h1 == h0) & (o1 < o0)));
+    uint64_t dh = (h0 ^ h1) & swap;
+    uint32_t dox = (o0 ^ o1) & (uint32_t)swap;
+    hashes[a] = h0 ^ dh;
+    hashes[b] = h1 ^ dh;
+    owner[a] = o0 ^ dox;
+    owner[b] = o1 ^ dox;
+}
+
+/* Group of a hash: its top c bits; (h >> 1) >> (63 - c) keeps c = 0 free of a 64-bit shift. */
+static inline size_t group_of(uint64_t h, unsigned c)
+{
+    return (size_t)((h >> 1) >> (63 - c));
+}
+
+/*
+ * Computes every point and sorts them into the ring; fills r->first.
+ *
+ * A one-level counting sort into 2^b buckets is O(P) but touches first[], hashes[] and
+ * owner[] at random, one cache (and TLB) miss per point per array once P outgrows the caches
+ * (~100 ns a point at 2.5M points here). So it runs in two levels, as an MSD radix sort:
+ *   1. hash the points in member order straight into per-group staging slots (group = top c
+ *      bits; 2^c sequential write streams). If a group overflows its slots (only a crowded
+ *      input does that), start over: hash into the ring's arrays, count, and scatter by group;
+ *   2. per group, in cache: count its fine buckets (top b bits) into its slice of first[],
+ *      prefix-sum them into bucket starts, scatter the group into the ring's arrays, then
+ *      sort each bucket that got two points or more by (hash, owner): branch-free
+ *      compare-exchanges for the first three points, insertion for the rare fourth on.
+ * The scatters are stable and members are hashed in index order, so a bucket arrives in
+ * member-index order already; the sort compares (hash, owner) anyway so the tie rule does
+ * not hang on stability.
+ */
+static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *sh,
+                        struct sort_tmp t, rd_ring_point_hash_fn *fn, void *ctx)
+{
+    uint64_t *hashes = r->hashes;
+    uint32_t *owner = r->owner;
+    uint32_t *first = r->first;
+    uint32_t total = r->npoints;
+    unsigned c = sh->c;
+    size_t ngroups = (size_t)1 << c;
+    uint32_t fill[1u << COARSE_BITS_MAX] = {0}; /* points per group */
+    uint32_t src[1u << COARSE_BITS_MAX];        /* where a group's points start in t */
+    uint8_t enc[HASH_BATCH][POINT_BUF_MAX];
+    uint64_t hb[HASH_BATCH];
+
+    /* 1. */
+    bool overflow = false;
+    for (uint32_t m = 0; m < r->nmembers && !overflow; m++) {
+        const struct ring_name *nm = &r->names[m];
+        uint32_t np = r->points[m];
+        size_t plen = 0;
+        for (uint32_t s = 0; s < np && s < HASH_BATCH; s++)
+            plen = point_prefix(enc[s], nm->s, nm->len);
+        for (uint32_t i0 = 0; i0 < np && !overflow; i0 += HASH_BATCH) {
+            uint32_t cnt = np - i0 < HASH_BATCH ? np - i0 : HASH_BATCH;
+            hash_batch(enc, plen, nm, i0, cnt, fn, ctx, hb);
+            for (uint32_t s = 0; s < cnt; s++) {
+                size_t g = group_of(hb[s], c);
+                if (fill[g] == sh->cap) {
+                    overflow = true;
+                    break;
+                }
+                size_t at = g * sh->cap + fill[g]++;
+                t.h[at] = hb[s];
+                t.o[at] = m;
+            }
+        }
+    }
+    for (size_t g = 0; g < ngroups; g++)
+        src[g] = (uint32_t)(g * sh->cap);
+    if (overflow) {
+        /* Start over in two passes: hash into the ring's arrays, then scatter by group. */
+        memset(fill, 0, sizeof fill);
+        uint32_t k = 0;
+        for (uint32_t m = 0; m < r->nmembers; m++) {
+            const struct ring_name *nm = &r->names[m];
+            uint32_t np = r->points[m];
+            size_t plen = 0;
+            for (uint32_t s = 0; s < np && s < HASH_BATCH; s++)
+                plen = point_prefix(enc[s], nm->s, nm->len);
+            for (uint32_t i0 = 0; i0 < np; i0 += HASH_BATCH) {
+                uint32_t cnt = np - i0 < HASH_BATCH ? np - i0 : HASH_BATCH;
+                hash_batch(enc, plen, nm, i0, cnt, fn, ctx, hb);
+                for (uint32_t s = 0; s < cnt; s++, k++) {
+                    hashes[k] = hb[s];
+                    owner[k] = m;
+                    fill[group_of(hb[s], c)]++;
+                }
+            }
+        }
+        uint32_t run = 0;
+        for (size_t g = 0; g < ngroups; g++) {
+            src[g] = run;
+            run += fill[g];
+        }
+        uint32_t cur[1u << COARSE_BITS_MAX];
+        memcpy(cur, src, ngroups * sizeof *cur);
+        for (k = 0; k < total; k++) {
+            uint32_t at = cur[group_of(hashes[k], c)]++;
+            t.h[at] = hashes[k];
+            t.o[at] = owner[k];
+        }
+    }
+
+    /* 2. */
+    unsigned shift = r->shift;
+    size_t per_group = sh->per_group;
+    uint32_t s = 0; /* where the group starts in the ring */
+    for (size_t g = 0; g < ngroups; g++) {
+        const uint64_t *gh = t.h + src[g];
+        const uint32_t *go = t.o + src[g];
+        uint32_t n = fill[g], e = s + n;
+        uint32_t *f = first + g * per_group; /* this group's buckets; index by h >> shift */
+        memset(f, 0, per_group * sizeof *f);
+        for (uint32_t k = 0; k < n; k++)
+            first[gh[k] >> shift]++;
+        /* counts -> starts, listing the buckets that will need sorting (without branches:
+         * bucket sizes are random, so a branch here would mispredict a third of the time) */
+        uint32_t run = s;
+        size_t n2 = 0, n3 = 0;
+        for (size_t p = 0; p < per_group; p++) {
+            uint32_t cnt = f[p];
+            f[p] = run;
+            run += cnt;
+            t.multi2[n2] = (uint32_t)p;
+            n2 += cnt > 1;
+        }
+        /* first[p]++ leaves each start at the next bucket's; the memmove puts them back */
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t d = first[gh[k] >> shift]++;
+            hashes[d] = gh[k];
+            owner[d] = go[k];
+        }
+        memmove(f + 1, f, (per_group - 1) * sizeof *f);
+        f[0] = s;
+        /* Sort each crowded bucket by (hash, owner). Most hold two points, a few three
+         * (for P = 2^b: 18% and 6% of buckets, 2% four or more), so the first two and the
+         * first three are sorted by branch-free compare-exchanges, and only buckets of four
+         * or more see an insertion sort. */
+        size_t n4 = 0;
+        for (size_t q = 0; q < n2; q++) {
+            size_t p = t.multi2[q];
+            uint32_t lo = f[p], hi = p + 1 < per_group ? f[p + 1] : e;
+            compare_exchange(hashes, owner, lo, lo + 1);
+            t.multi3[n3] = (uint32_t)p;
+            n3 += hi - lo > 2;
+        }
+        for (size_t q = 0; q < n3; q++) {
+            size_t p = t.multi3[q];
+            uint32_t lo = f[p], hi = p + 1 < per_group ? f[p + 1] : e;
+            compare_exchange(hashes, owner, lo + 1, lo + 2);
+            compare_exchange(hashes, owner, lo, lo + 1);
+            t.multi2[n4] = (uint32_t)p; /* multi2 is consumed: reuse it for the fours */
+            n4 += hi - lo > 3;
+        }
+        for (size_t q = 0; q < n4; q++) {
+            size_t p = t.multi2[q];
+            uint32_t lo = f[p], hi = p + 1 < per_group ? f[p + 1] : e;
+            for (uint32_t k = lo + 3; k < hi; k++) {
+                uint64_t h = hashes[k];
+                uint32_t o = owner[k];
+                uint32_t j = k;
+                while (j > lo && (hashes[j - 1] > h || (hashes[j - 1] == h && owner[j - 1] > o))) {
+                    hashes[j] = hashes[j - 1];
+                    owner[j] = owner[j - 1];
+                    j--;
+                }
+                hashes[j] = h;
+                owner[j] = o;
+            }
+        }
+        s = e;
+    }
+    first[(size_t)1 << b] = total;
+    /* Sentinel: a lookup's scan stops here without a bounds check (see point_index). */
+    hashes[total] = UINT64_MAX;
+}
+
+int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
+                     const struct rd_ring_hooks *hooks, struct rd_ring **out)
+{
+    static const struct rd_ring_hooks none = {NULL, NULL, NULL};
+    if (!hooks) hooks = &none;
+    if (!out) return RD_EINVAL;
+    *out = NULL;
+    if ((n > 0 && !members) || vnodes < 1 || vnodes > RD_RING_VNODES_MAX) return RD_EINVAL;
+    /* Every member has at least one point, so this bounds n before anything is allocated. */
+    if (n > RD_RING_MAX_POINTS) return RD_E2BIG;
+
+    uint64_t total = 0;
+    for (size_t k = 0; k < n; k++) {
+        const struct rd_ring_member *m = &members[k];
+        if (!m->name || !rd_name_valid(m->name, strnlen(m->name, RD_NAME_MAX + 1)))
+            return RD_EINVAL;
+        if (m->weight < 1 || m->weight > RD_WEIGHT_MAX) return RD_EINVAL;
+        total += point_count(vnodes, m->weight);
+    }
+
+    /* Name order is the member index; sort pointers so the caller's array stays untouched. */
+    const struct rd_ring_member **sorted = NULL;
+    if (n > 0) {
+        sorted = ring_alloc(hooks, n * sizeof *sorted);
+        if (!sorted) return RD_ENOMEM;
+        for (size_t k = 0; k < n; k++)
+            sorted[k] = &members[k];
+        qsort(sorted, n, sizeof *sorted, cmp_member_name);
+        for (size_t k = 1; k < n; k++) {
+            if (strcmp(sorted[k - 1]->name, sorted[k]->name) == 0) {
+                free(sorted);
+                return RD_EEXIST;
+            }
+        }
+    }
+    if (total > RD_RING_MAX_POINTS) {
+        free(sorted);
+        return RD_E2BIG;
+    }
+
+    /* b: the smallest bit count with 2^b >= points (at least 1, so the shift stays < 64). */
+    unsigned b = 1;
+    while (((uint64_t)1 << b) < total)
+        b++;
+    size_t nbuckets = total ? (size_t)1 << b : 0;
+
+    /* One block: header | hashes[P + 1] | owner[P] | first[2^b + 1] | points | names. */
+    size_t off_hashes = align_up(sizeof(struct rd_ring), sizeof(uint64_t));
+    size_t off_owner = off_hashes + (total ? total + 1 : 0) * sizeof(uint64_t);
+    size_t off_first = off_owner + total * sizeof(uint32_t);
+    size_t off_points = off_first + (total ? nbuckets + 1 : 0) * sizeof(uint32_t);
+    size_t off_names = off_points + n * sizeof(uint32_t);
+    size_t size = off_names + n * sizeof(struct ring_name);
+    char *block = ring_alloc(hooks, size);
+    /* The sort's staging area (a little over P hashes and P owners), freed before returning. */
+    struct sort_shape sh = sort_shape_of((uint32_t)total, b);
+    char *tmp = total ? ring_alloc(hooks, sort_tmp_size(&sh)) : NULL;
+    if (!block || (total && !tmp)) {
+        free(block);
+        free(tmp);
+        free(sorted);
+        return RD_ENOMEM;
+    }
+    struct rd_ring *r = (struct rd_ring *)block;
+    r->nmembers = (uint32_t)n;
+    r->npoints = (uint32_t)total;
+    r->vnodes = vnodes;
+    r->shift = 64 - b;
+    r->hashes = total ? (uint64_t *)(block + off_hashes) : NULL;
+    r->owner = total ? (uint32_t *)(block + off_owner) : NULL;
+    r->first = total ? (uint32_t *)(block + off_first) : NULL;
+    r->points = (uint32_t *)(block + off_points);
+    r->names = (struct ring_name *)(block + off_names);
+
+    /* Members in name order, and the checksum over exactly what decides placement. The
+     * encodings are staged in a chunk and streamed a chunk at a time (the digest does not
+     * depend on how the input is cut): fewer updates, and GCC's -Wstringop-overread misfires
+     * on tiny updates of the inlined XXH3. */
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    uint8_t chunk[4096];
+    size_t used = 0;
+    for (size_t k = 0; k < n; k++) {
+        struct ring_name *nm = &r->names[k];
+        size_t len = strlen(sorted[k]->name);
+        nm->len = (uint8_t)len;
+        memcpy(nm->s, sorted[k]->name, len + 1);
+        uint32_t pc = (uint32_t)point_count(vnodes, sorted[k]->weight);
+        r->points[k] = pc;
+        if (used + POINT_BUF_MAX > sizeof chunk) {
+            XXH3_64bits_update(&st, chunk, used);
+            used = 0;
+        }
+        used += point_prefix(chunk + used, nm->s, len);
+        chunk[used++] = (uint8_t)(pc >> 24);
+        chunk[used++] = (uint8_t)(pc >> 16);
+        chunk[used++] = (uint8_t)(pc >> 8);
+        chunk[used++] = (uint8_t)pc;
+    }
+    XXH3_64bits_update(&st, chunk, used);
+    r->checksum = n ? XXH3_64bits_digest(&st) : 0;
+    free(sorted);
+    if (total == 0) {
+        *out = r;
+        return 0;
+    }
+    sort_points(r, b, &sh, sort_tmp_of(tmp, &sh), hooks->point_hash, hooks->ctx);
+    free(tmp);
+    *out = r;
+    return 0;
+}
+
+int rd_ring_new(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
+                struct rd_ring **out)
+{
+    return rd_ring_new_with(members, n, vnodes, NULL, out);
+}
+
+void rd_ring_delete(struct rd_ring *ring)
+{
+    free(ring); /* one block */
+}
+
+/* ---- accessors -------------------------------------------------------------------------- */
+
+size_t rd_ring_member_count(const struct rd_ring *ring)
+{
+    return ring ? ring->nmembers : 0;
+}
+
+const char *rd_ring_member_name(const struct rd_ring *ring, size_t idx)
+{
+    return ring && idx < ring->nmembers ? ring->names[idx].s : NULL;
+}
+
+uint32_t rd_ring_member_points(const struct rd_ring *ring, size_t idx)
+{
+    return ring && idx < ring->nmembers ? ring->points[idx] : 0;
+}
+
+size_t rd_ring_point_count(const struct rd_ring *ring)
+{
+    return ring ? ring->npoints : 0;
+}
+
+uint32_t rd_ring_vnodes(const struct rd_ring *ring)
+{
+    return ring ? ring->vnodes : 0;
+}
+
+uint64_t rd_ring_checksum(const struct rd_ring *ring)
+{
+    return ring ? ring->checksum : 0;
+}
+
+void rd_ring_points(const struct rd_ring *ring, const uint64_t **hashes, const uint32_t **owners)
+{
+    *hashes = ring ? ring->hashes : NULL;
+    *owners = ring ? ring->owner : NULL;
+}
+
+/* ---- lookups ---------------------------------------------------------------------------- */
+
+/*
+ * Index of the first point >= pos, wrapping to 0. The ring must have points.
+ * Every point of a later bucket is > pos, and hashes[P] = UINT64_MAX stops the scan at the
+ * end, so the scan needs no bucket end: it stops at the answer. A bucket holds < 1 point on
+ * average, so one branch-free step settles most lookups and the loop rarely runs.
+ */
+static inline uint32_t point_index(const struct rd_ring *r, uint64_t pos)
+{
+    const uint64_t *h = r->hashes;
+    uint32_t i = r->first[pos >> r->shift];
+    i += h[i] < pos;
+    while (h[i] < pos)
+        i++;
+    /* i == P: pos is past the last point (hashes[P] is the sentinel, not a point). */
+    return i == r->npoints ? 0 : i;
+}
+
+int rd_ring_owner_at(const struct rd_ring *ring, uint64_t pos)
+{
+    if (!ring || ring->npoints == 0) return -1;
+    return (int)ring->owner[point_index(ring, pos)];
+}
+
+int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len)
+{
+    if (!ring || ring->npoints == 0) return -1;
+    return (int)ring->owner[point_index(ring, XXH3_64bits(key, len))];
+}
+
+static bool in_out(const uint32_t *out, size_t got, uint32_t m)
+{
+    for (size_t k = 0; k < got; k++)
+        if (out[k] == m) return true;
+    return false;
+}
+
+size_t rd_ring_owners_at(const struct rd_ring *ring, uint64_t pos, size_t n, uint32_t *out)
+{
+    if (!ring || ring->npoints == 0 || n == 0) return 0;
+    size_t want = n < ring->nmembers ? n : ring->nmembers;
+    uint32_t i = point_index(ring, pos);
+    out[0] = ring->owner[i];
+    if (want == 1) return 1;
+
+    /* The ring is shared and immutable, so the "taken" set lives with the caller's call:
+     * out[] itself for a few replicas, a stack bitmap for up to OWNERS_STACK_MEMBERS members,
+     * a heap bitmap beyond (or out[] again if that allocation fails: slower, still right). */
+    uint64_t stack_bits[OWNERS_STACK_MEMBERS / 64];
+    uint64_t *bits = NULL;
+    size_t words = (ring->nmembers + 63) / 64;
+    if (want > OWNERS_LINEAR_MAX) {
+        if (ring->nmembers <= OWNERS_STACK_MEMBERS)
+            bits = stack_bits;
+        else
+            bits = malloc(words * sizeof *bits);
+        if (bits) {
+            memset(bits, 0, words * sizeof *bits);
+            bits[out[0] / 64] |= (uint64_t)1 << (out[0] % 64);
+        }
+    }
+    size_t got = 1;
+    /* Every member has a point, so one turn of the ring finds `want` <= nmembers of them. */
+    for (uint32_t step = 1; step < ring->npoints && got < want; step++) {
+        if (++i == ring->npoints) i = 0;
+        uint32_t m = ring->owner[i];
+        if (bits) {
+            uint64_t bit = (uint64_t)1 << (m % 64);
+            if (bits[m / 64] & bit) continue;
+            bits[m / 64] |= bit;
+        } else if (in_out(out, got, m)) {
+            continue;
+        }
+        out[got++] = m;
+    }
+    if (bits && bits != stack_bits) free(bits);
+    return got;
+}
+
+size_t rd_ring_owners(const struct rd_ring *ring, const void *key, size_t len, size_t n,
+                      uint32_t *out)
+{
+    return rd_ring_owners_at(ring, XXH3_64bits(key, len), n, out);
+}
+
+/* ---- diff ------------------------------------------------------------------------------- */
+
+/* Key-space lengths are up to 2^64 (the whole ring), so they are summed as 128-bit pairs. */
+struct u128 {
+    uint64_t hi, lo;
+};
+
+static void u128_add(struct u128 *a, struct u128 b)
+{
+    uint64_t lo = a->lo + b.lo;
+    a->hi += b.hi + (lo < a->lo);
+    a->lo = lo;
+}
+
+static double u128_fraction(struct u128 a)
+{
+    return (double)a.hi + (double)a.lo * 0x1p-64;
+}
+
+struct move_acc {
+    uint32_t from, to; /* old member index, new member index; NOBODY for an empty ring */
+    struct u128 len;
+};
+
+struct move_list {
+    struct move_acc *v;
+    size_t n, cap;
+};
+
+static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
+                    uint32_t to, struct u128 len)
+{
+    /* Neighbouring intervals often change hands between the same pair: fold them here. */
+    if (l->n > 0 && l->v[l->n - 1].from == from && l->v[l->n - 1].to == to) {
+        u128_add(&l->v[l->n - 1].len, len);
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct move_acc *v = ring_alloc(hooks, cap * sizeof *v);
+        if (!v) return RD_ENOMEM;
+        if (l->n) memcpy(v, l->v, l->n * sizeof *v);
+        free(l->v);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (struct move_acc){from, to, len};
+    return 0;
+}
+
+static int cmp_move_pair(const void *a, const void *b)
+{
+    const struct move_acc *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    if (x->to != y->to) return x->to < y->to ? -1 : 1;
+    return 0;
+}
+
+static int cmp_move_out(const void *a, const void *b)
+{
+    const struct rd_ring_move *x = a, *y = b;
+    if (x->fraction != y->fraction) return x->fraction > y->fraction ? -1 : 1;
+    int c = strcmp(x->from, y->from);
+    return c ? c : strcmp(x->to, y->to);
+}
+
+/* Did an arc owned by old member `from` and new member `to` change hands? Compared by name
+ * (old_to_new); NOBODY on either side (an empty ring, or a member that left) is a change. */
+static bool changed_hands(const uint32_t *old_to_new, uint32_t from, uint32_t to)
+{
+    uint32_t same = from == NOBODY ? NOBODY : old_to_new[from];
+    return same == NOBODY || same != to;
+}
+
+int rd_ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring,
+                 struct rd_ring_diff *out)
+{
+    return rd_ring_diff_with(old, new_ring, NULL, out);
+}
+
+int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
+                      const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t na = old ? old->npoints : 0;
+    uint32_t nb = new_ring ? new_ring->npoints : 0;
+    if (na == 0 && nb == 0) return 0;
+
+    /* The rings index members differently: map old index -> new index by merging names. */
+    uint32_t *old_to_new = NULL;
+    if (na > 0) {
+        old_to_new = ring_alloc(hooks, old->nmembers * sizeof *old_to_new);
+        if (!old_to_new) return RD_ENOMEM;
+        uint32_t j = 0;
+        for (uint32_t k = 0; k < old->nmembers; k++) {
+            int c = 1;
+            while (nb > 0 && j < new_ring->nmembers &&
+                   (c = strcmp(new_ring->names[j].s, old->names[k].s)) < 0)
+                j++;
+            old_to_new[k] = (nb > 0 && j < new_ring->nmembers && c == 0) ? j : NOBODY;
+        }
+    }
+
+    /* Every distinct point v of either ring closes an interval (prev, v]; both rings own all
+     * of it by their first point >= v. The first interval [0, v0] and the last (vlast, max]
+     * are one arc, owned by each ring's point 0. */
+    const uint64_t *A = na ? old->hashes : NULL, *B = nb ? new_ring->hashes : NULL;
+    struct move_list l = {0};
+    uint32_t i = 0, j = 0;
+    uint64_t v0 = 0, prev = 0;
+    bool started = false;
+    int rc = 0;
+    while (rc == 0 && (i < na || j < nb)) {
+        uint64_t v = (i < na && (j >= nb || A[i] <= B[j])) ? A[i] : B[j];
+        if (started) {
+            uint32_t from = na ? old->owner[i < na ? i : 0] : NOBODY;
+            uint32_t to = nb ? new_ring->owner[j < nb ? j : 0] : NOBODY;
+            if (changed_hands(old_to_new, from, to))
+                rc = move_add(hooks, &l, from, to, (struct u128){0, v - prev});
+        } else {
+            v0 = v;
+            started = true;
+        }
+        prev = v;
+        while (i < na && A[i] == v)
+            i++;
+        while (j < nb && B[j] == v)
+            j++;
+    }
+    if (rc == 0) {
+        uint32_t from = na ? old->owner[0] : NOBODY;
+        uint32_t to = nb ? new_ring->owner[0] : NOBODY;
+        /* (prev, 2^64) + [0, v0]: 2^64 - prev + v0, which is all of 2^64 for a single point. */
+        struct u128 len = prev == v0 ? (struct u128){1, 0} : (struct u128){0, v0 - prev};
+        if (changed_hands(old_to_new, from, to)) rc = move_add(hooks, &l, from, to, len);
+    }
+    free(old_to_new);
+    if (rc != 0 || l.n == 0) { /* failed, or nothing changed hands */
+        free(l.v);
+        return rc;
+    }
+
+    /* One entry per (from, to) pair. */
+    qsort(l.v, l.n, sizeof *l.v, cmp_move_pair);
+    size_t npairs = 0;
+    for (size_t k = 0; k < l.n; k++) {
+        if (npairs > 0 && cmp_move_pair(&l.v[npairs - 1], &l.v[k]) == 0)
+            u128_add(&l.v[npairs - 1].len, l.v[k].len);
+        else
+            l.v[npairs++] = l.v[k];
+    }
+    struct rd_ring_move *moves = ring_alloc(hooks, npairs * sizeof *moves);
+    if (!moves) {
+        free(l.v);
+        return RD_ENOMEM;
+    }
+    memset(moves, 0, npairs * sizeof *moves);
+    struct u128 total = {0, 0};
+    for (size_t k = 0; k < npairs; k++) {
+        const struct move_acc *a = &l.v[k];
+        if (a->from != NOBODY)
+            memcpy(moves[k].from, old->names[a->from].s, old->names[a->from].len + 1);
+        if (a->to != NOBODY)
+            memcpy(moves[k].to, new_ring->names[a->to].s, new_ring->names[a->to].len + 1);
+        moves[k].fraction = u128_fraction(a->len);
+        u128_add(&total, a->len);
+    }
+    free(l.v);
+    qsort(moves, npairs, sizeof *moves, cmp_move_out);
+    out->moved = u128_fraction(total);
+    out->nmoves = npairs;
+    out->moves = moves;
+    return 0;
+}
+
+void rd_ring_diff_destroy(struct rd_ring_diff *diff)
+{
+    if (!diff) return;
+    free(diff->moves);
+    memset(diff, 0, sizeof *diff);
+}

@@ -1,0 +1,127 @@
+/*
+ * ring.h — the consistent-hash ring: an immutable snapshot built from a member list.
+ *
+ * Every agent builds the same ring from the same member list, so every application in the
+ * fleet puts a key in the same place. The construction is specified bit for bit in
+ * proto/PROTOCOL.md ("The ring"):
+ *   - member m gets max(1, round(vnodes * weight)) points, computed in integers:
+ *     (vnodes * weight_milli + 500) / 1000, weight_milli = weight * RD_WEIGHT_ONE;
+ *   - point i of m sits at XXH3-64(seed 0) of  u8 len(name) | name bytes | u32 big-endian i;
+ *   - a key sits at XXH3-64(seed 0) of its bytes;
+ *   - the owner of a key is the member of the first point at or clockwise after it,
+ *     wrapping after the largest point; equal points are ordered by member name (bytewise,
+ *     a prefix first), so insertion order never matters.
+ * A snapshot is never modified after rd_ring_new(), so readers need no locks and a rebuilt
+ * ring simply replaces the old pointer.
+ */
+#ifndef RD_RING_H
+#define RD_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "member.h"
+
+/**
+ * Default virtual nodes per member at weight 1.0, chosen by measurement (the vnodes sweep in
+ * tests/unit/test_ring.c; proto/PROTOCOL.md, "The ring"): the smallest round value that kept
+ * the most loaded of 10 members within 10% of the mean (exact max/mean <= 1.10) on every name
+ * set of the sweep. 256 reached 1.15 and 320 1.15 on some sets; the spread falls as about
+ * 1/sqrt(vnodes), so even 512 leaves an unlucky set a few percent over (worst seen 1.12).
+ * Costs: 12 bytes + ~6 bytes of prefix table per point, ~5 ms to rebuild 1,000 members.
+ */
+#define RD_RING_VNODES_DEFAULT 512
+/** Largest vnodes setting. */
+#define RD_RING_VNODES_MAX 4096
+/** Most points in one ring (members x vnodes x weight); rd_ring_new() refuses more. */
+#define RD_RING_MAX_POINTS (1u << 24)
+
+/** What the ring needs of a member. `name` is NUL-terminated and valid (rd_name_valid). */
+struct rd_ring_member {
+    const char *name;
+    uint32_t weight;  /**< fixed point, RD_WEIGHT_ONE = 1.0, 1..RD_WEIGHT_MAX */
+    const char *zone; /**< may be NULL; not used for placement, nor kept by the ring */
+};
+
+/** An immutable ring snapshot. */
+struct rd_ring;
+
+/**
+ * Builds a ring. Members may come in any order; duplicate names are RD_EEXIST, an invalid
+ * name RD_EINVAL, a weight of 0 or above RD_WEIGHT_MAX RD_EINVAL, vnodes outside
+ * 1..RD_RING_VNODES_MAX RD_EINVAL, too many points RD_E2BIG. n = 0 gives an empty ring.
+ * On success *out is a new heap object owned by the caller (rd_ring_delete()).
+ */
+int rd_ring_new(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
+                struct rd_ring **out);
+/** Frees a ring. NULL is fine. */
+void rd_ring_delete(struct rd_ring *ring);
+
+/** Number of members; members are indexed 0..n-1 in name order. */
+size_t rd_ring_member_count(const struct rd_ring *ring);
+/** Name of member `idx` (name order). Valid while the ring lives. */
+const char *rd_ring_member_name(const struct rd_ring *ring, size_t idx);
+/** Points of member `idx`. */
+uint32_t rd_ring_member_points(const struct rd_ring *ring, size_t idx);
+/** Total number of points. */
+size_t rd_ring_point_count(const struct rd_ring *ring);
+/** The vnodes setting the ring was built with. */
+uint32_t rd_ring_vnodes(const struct rd_ring *ring);
+
+/**
+ * 64-bit identity of the ring's placement inputs: XXH3-64 over the members in name order,
+ * each as u8 len | name | u32 big-endian point count. Two rings place every key alike
+ * exactly when their checksums are equal (up to hash collisions). The empty ring's is 0.
+ */
+uint64_t rd_ring_checksum(const struct rd_ring *ring);
+
+/** Position of a key on the ring: XXH3-64 (seed 0) of its bytes. */
+uint64_t rd_ring_key_hash(const void *key, size_t len);
+/** Position of point `i` of the member called name[0..name_len), name_len <= RD_NAME_MAX
+ *  (see the file comment). */
+uint64_t rd_ring_point_hash(const char *name, size_t name_len, uint32_t i);
+
+/**
+ * Index of the member owning ring position `pos`, or -1 if the ring is empty.
+ * Expected O(1): a prefix table over the sorted points narrows the search to ~1 point.
+ */
+int rd_ring_owner_at(const struct rd_ring *ring, uint64_t pos);
+/** Index of the member owning `key`, or -1 if the ring is empty. */
+int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len);
+
+/**
+ * The first `n` distinct members clockwise from `key`'s position, owner first, written as
+ * member indexes to out[0..]. Returns how many were written: min(n, member count); 0 for an
+ * empty ring. out must hold min(n, member count) entries. Reentrant: the ring is not
+ * written (the "already taken" set lives on the caller's stack, or briefly on the heap for
+ * rings of more than 16384 members).
+ */
+size_t rd_ring_owners(const struct rd_ring *ring, const void *key, size_t len, size_t n,
+                      uint32_t *out);
+/** rd_ring_owners() from a ring position instead of a key. */
+size_t rd_ring_owners_at(const struct rd_ring *ring, uint64_t pos, size_t n, uint32_t *out);
+
+/** A share of the key space that changed hands. An empty name means "nobody" (empty ring). */
+struct rd_ring_move {
+    char from[RD_NAME_MAX + 1];
+    char to[RD_NAME_MAX + 1];
+    double fraction; /**< of the whole key space, 0..1 */
+};
+
+/** What changed between two rings: computed exactly over the key space, not sampled. */
+struct rd_ring_diff {
+    double moved; /**< fraction of the key space whose owner changed */
+    size_t nmoves;
+    struct rd_ring_move *moves; /**< one per (from, to) pair, largest first; heap-owned */
+};
+
+/**
+ * Computes what moved from `old` to `new` (either may be NULL for the empty ring).
+ * Fills *out; release it with rd_ring_diff_destroy(). Returns 0 or RD_ENOMEM.
+ */
+int rd_ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring,
+                 struct rd_ring_diff *out);
+/** Frees what rd_ring_diff() allocated. */
+void rd_ring_diff_destroy(struct rd_ring_diff *diff);
+
+#endif

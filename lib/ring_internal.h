@@ -1,0 +1,47 @@
+/*
+ * ring_internal.h — test-only entry points into the ring. Not part of the API.
+ *
+ * XXH3 collisions cannot be forced, yet the tie rule (equal points are ordered by member
+ * name) is part of the specification; and allocation failure must be RD_ENOMEM with nothing
+ * leaked, on every allocation. rd_ring_new_with() and rd_ring_diff_with() take a substitute
+ * point hash (tests create as many equal points as they like) and a substitute allocator
+ * (tests fail the Nth allocation, in a loop). rd_ring_points() exposes the sorted placement
+ * so that tests can compare two rings byte for byte. Only tests/ includes this header; the
+ * hooks are arguments, not globals, so the production entry points stay reentrant.
+ */
+#ifndef RD_RING_INTERNAL_H
+#define RD_RING_INTERNAL_H
+
+#include "ring.h"
+
+/** A point hash: position of point `i` of the member called name[0..name_len). */
+typedef uint64_t rd_ring_point_hash_fn(const char *name, size_t name_len, uint32_t i, void *ctx);
+
+/** Stand-ins for what the ring otherwise takes from xxhash and libc. NULL fields: the real one. */
+struct rd_ring_hooks {
+    /** In place of rd_ring_point_hash(), to force equal points. */
+    rd_ring_point_hash_fn *point_hash;
+    /** In place of malloc(), to fail on the Nth call; memory must come from malloc (the ring
+     *  releases it with free()). */
+    void *(*alloc)(size_t size, void *ctx);
+    void *ctx; /**< passed to both */
+};
+
+/**
+ * rd_ring_new() with hooks (NULL: none). Everything else (validation, point counts, sort, tie
+ * order, errors) is the production code.
+ */
+int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
+                     const struct rd_ring_hooks *hooks, struct rd_ring **out);
+
+/** rd_ring_diff() with hooks (only `alloc` is used). */
+int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
+                      const struct rd_ring_hooks *hooks, struct rd_ring_diff *out);
+
+/**
+ * The ring's sorted points: *hashes and *owners (member indexes) each hold
+ * rd_ring_point_count() entries, valid while the ring lives. Both are NULL for an empty ring.
+ */
+void rd_ring_points(const struct rd_ring *ring, const uint64_t **hashes, const uint32_t **owners);
+
+#endif
