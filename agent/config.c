@@ -11,6 +11,9 @@
 
 #include "ring.h"
 
+#define RD_STR_(x) #x
+#define RD_STR(x) RD_STR_(x)
+
 struct option_def {
     const char *name;
     const char *arg;
@@ -24,7 +27,7 @@ static const struct option_def options[] = {
     {"join", "HOST:PORT", "seed to join through; repeatable; retried with backoff"},
     {"socket", "PATH", "query socket (default " RD_DEFAULT_SOCKET ")"},
     {"socket-mode", "OCTAL", "permissions of the query socket (default 0660)"},
-    {"vnodes", "N", "ring points per member at weight 1 (default 256; same on every agent)"},
+    {"vnodes", "N", "ring points per member at weight 1 (default " RD_STR(RD_RING_VNODES_DEFAULT) "; same on every agent)"},
     {"weight", "W", "this member's share of the ring, 0.001 to 100 (default 1)"},
     {"zone", "ZONE", "failure zone of this member (default none)"},
     {"tag", "K=V", "metadata shown in MEMBERS; repeatable"},

@@ -1,0 +1,748 @@
+/*
+ * client.c — the client subcommands (see client.h): members, owner, info, watch, join,
+ * leave.
+ *
+ * Each one connects to the agent's query socket, sends one RESP request and prints the
+ * reply; watch then keeps printing pushed events. Plain blocking POSIX I/O: a CLI sends
+ * one request and waits for one answer, so an event loop would only add code. Replies are
+ * parsed with the same RESP module the agent uses (rd_resp_reply_parse).
+ *
+ * Exit codes, as for `ringd agent`: 0 done, 1 the agent could not be reached or said no
+ * (an -ERR reply, an empty ring), 2 bad command line.
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "rd_err.h"
+#include "resp.h"
+
+/** How long a one-shot command waits for its reply (JOIN may resolve a host name). */
+#define RD_CLIENT_TIMEOUT_S 15
+/** Largest -n accepted by `owner` (the agent's OWNERS limit). */
+#define RD_CLIENT_OWNERS_MAX 1000000L
+/** Most positional arguments any subcommand takes. */
+#define RD_CLIENT_MAX_ARGS 8
+
+/* ============================================================ usage */
+
+void rd_client_usage(void)
+{
+    printf("usage: ringd <command> [--socket PATH] [options]\n\n"
+           "  members [--json]         members this agent knows, sorted by name:\n"
+           "                           NAME ADDRESS STATUS INCARNATION WEIGHT TAGS\n"
+           "                           (TAGS starts with zone=Z when the member has a zone)\n"
+           "  owner KEY [-n N] [--json]\n"
+           "                           the member owning KEY; with -n, N distinct members\n"
+           "                           clockwise, owner first, one per line. An empty ring\n"
+           "                           prints nothing, says so on stderr and exits 1\n"
+           "  info                     this agent's view, one field:value per line\n"
+           "  watch [--json]           one line per membership or ring change until the\n"
+           "                           agent closes the connection or Ctrl-C\n"
+           "  join HOST:PORT           join the cluster through HOST:PORT\n"
+           "  leave                    leave the cluster gracefully; the agent then exits\n\n"
+           "  --socket PATH            the agent's query socket (default: $RINGD_SOCKET,\n"
+           "                           else %s); accepted anywhere in the arguments\n"
+           "  --json                   JSON output: members prints an array of objects,\n"
+           "                           owner an object {key, owners}, watch one object per line\n"
+           "  -h, --help               this help\n\n"
+           "Exit status: 0 success, 1 the agent is unreachable or refused, 2 bad usage.\n",
+           RD_DEFAULT_SOCKET);
+}
+
+/* ============================================================ command line */
+
+struct opts {
+    const char *cmd;
+    const char *socket;
+    const char *args[RD_CLIENT_MAX_ARGS];
+    int nargs;
+    bool json, help, has_n;
+    long n;
+};
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ringd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see ringd --help)\n", stderr);
+    va_end(ap);
+    return 2;
+}
+
+/* Canonical positive decimal in 1..max. */
+static bool parse_count(const char *s, long max, long *out)
+{
+    if (!*s || *s == '0' || strlen(s) > 9) return false;
+    long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return false;
+        v = v * 10 + (*p - '0');
+    }
+    if (v > max) return false;
+    *out = v;
+    return true;
+}
+
+/* Returns 0, or 2 after printing why. Options may come anywhere, even before the command. */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof *o);
+    bool only_args = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!only_args && a[0] == '-' && a[1] != '\0') {
+            const char *val = NULL;
+            if (strcmp(a, "--") == 0) {
+                only_args = true;
+                continue;
+            } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+                o->help = true;
+            } else if (strcmp(a, "--json") == 0) {
+                o->json = true;
+            } else if (strcmp(a, "--socket") == 0 || strncmp(a, "--socket=", 9) == 0) {
+                if (a[8] == '=') {
+                    val = a + 9;
+                } else {
+                    if (i + 1 >= argc) return usage_error("%s needs a value", a);
+                    val = argv[++i];
+                }
+                if (!*val) return usage_error("--socket: empty path");
+                o->socket = val;
+            } else if (strcmp(a, "-n") == 0) {
+                if (i + 1 >= argc) return usage_error("%s needs a value", a);
+                val = argv[++i];
+                if (!parse_count(val, RD_CLIENT_OWNERS_MAX, &o->n))
+                    return usage_error("-n: '%s' is not a count from 1 to 1000000", val);
+                o->has_n = true;
+            } else {
+                return usage_error("unknown option '%s'", a);
+            }
+            continue;
+        }
+        if (!o->cmd) {
+            o->cmd = a;
+        } else {
+            if (o->nargs == RD_CLIENT_MAX_ARGS) return usage_error("too many arguments");
+            o->args[o->nargs++] = a;
+        }
+    }
+    return 0;
+}
+
+/* ============================================================ connection */
+
+struct conn {
+    int fd;
+    const char *path;
+    struct rd_buf in;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static const char *socket_path(const struct opts *o)
+{
+    if (o->socket) return o->socket;
+    const char *env = getenv("RINGD_SOCKET");
+    return env && *env ? env : RD_DEFAULT_SOCKET;
+}
+
+/* Returns 0, or an exit code after printing why. */
+static int conn_open(struct conn *c, const char *path, bool timeout)
+{
+    c->fd = -1;
+    c->path = path;
+    rd_buf_init(&c->in);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        fprintf(stderr, "ringd: socket path too long (most %zu bytes): %s\n",
+                sizeof sa.sun_path - 1, path);
+        return 2;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        fprintf(stderr, "ringd: cannot connect to %s: %s (is the agent running?)\n", path,
+                strerror(errno));
+        if (c->fd >= 0) close(c->fd);
+        c->fd = -1;
+        return 1;
+    }
+    if (timeout) {
+        struct timeval tv = {.tv_sec = RD_CLIENT_TIMEOUT_S};
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+    rd_buf_free(&c->in);
+}
+
+/* Sends one request: an array of bulk strings. Returns 0 or 1 after printing why. */
+static int conn_send(struct conn *c, const char *const *argv, size_t argc)
+{
+    struct rd_buf out;
+    rd_buf_init(&out);
+    int rc = rd_resp_write_array(&out, argc);
+    for (size_t i = 0; i < argc && rc == 0; i++)
+        rc = rd_resp_write_bulk(&out, argv[i], strlen(argv[i]));
+    if (rc < 0) {
+        rd_buf_free(&out);
+        fprintf(stderr, "ringd: out of memory\n");
+        return 1;
+    }
+    size_t off = 0;
+    while (off < out.len) {
+        ssize_t n = send(c->fd, out.data + off, out.len - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            fprintf(stderr, "ringd: cannot send to %s: %s\n", c->path, strerror(errno));
+            rd_buf_free(&out);
+            return 1;
+        }
+        off += (size_t)n;
+    }
+    rd_buf_free(&out);
+    return 0;
+}
+
+/*
+ * Reads one whole reply into *out. Returns 0, -1 when the agent closed the connection
+ * cleanly before a reply began (or SIGINT in watch), or 1 after printing why.
+ */
+static int conn_recv(struct conn *c, struct rd_resp_reply **out)
+{
+    for (;;) {
+        if (c->in.len > 0) {
+            size_t used;
+            const char *reason = NULL;
+            int rc = rd_resp_reply_parse(c->in.data, c->in.len, out, &used, &reason);
+            if (rc == 0) {
+                rd_buf_consume(&c->in, used);
+                return 0;
+            }
+            if (rc != RD_EAGAIN) {
+                fprintf(stderr, "ringd: bad reply from the agent: %s\n",
+                        reason ? reason : rd_strerror(rc));
+                return 1;
+            }
+        }
+        if (interrupted) return -1;
+        if (rd_buf_reserve(&c->in, 65536) < 0) {
+            fprintf(stderr, "ringd: out of memory\n");
+            return 1;
+        }
+        ssize_t n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            fprintf(stderr, "ringd: no reply from the agent on %s within %d s\n", c->path,
+                    RD_CLIENT_TIMEOUT_S);
+            return 1;
+        }
+        if (n < 0) {
+            fprintf(stderr, "ringd: cannot read from %s: %s\n", c->path, strerror(errno));
+            return 1;
+        }
+        if (n == 0) {
+            if (c->in.len == 0) return -1;
+            fprintf(stderr, "ringd: the agent closed the connection mid-reply\n");
+            return 1;
+        }
+        c->in.len += (size_t)n;
+    }
+}
+
+/*
+ * One round trip. Returns 0 with *out set, or an exit code after printing why; an -ERR
+ * reply is printed and gives 1.
+ */
+static int call(const struct opts *o, const char *const *argv, size_t argc,
+                struct rd_resp_reply **out)
+{
+    struct conn c;
+    int rc = conn_open(&c, socket_path(o), true);
+    if (rc != 0) return rc;
+    rc = conn_send(&c, argv, argc);
+    if (rc == 0) {
+        rc = conn_recv(&c, out);
+        if (rc < 0) {
+            fprintf(stderr, "ringd: the agent closed the connection without replying\n");
+            rc = 1;
+        }
+    }
+    conn_close(&c);
+    if (rc == 0 && (*out)->type == RD_RESP_ERROR) {
+        fprintf(stderr, "ringd: %s\n", (*out)->str);
+        rd_resp_reply_free(*out);
+        *out = NULL;
+        return 1;
+    }
+    return rc;
+}
+
+static int unexpected(struct rd_resp_reply *r)
+{
+    fprintf(stderr, "ringd: unexpected reply from the agent\n");
+    rd_resp_reply_free(r);
+    return 1;
+}
+
+static bool is_text(const struct rd_resp_reply *r)
+{
+    return r->type == RD_RESP_BULK || r->type == RD_RESP_STRING;
+}
+
+/* ============================================================ JSON output */
+
+static void json_str(FILE *f, const char *s, size_t len)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch == '\r')
+            fputs("\\r", f);
+        else if (ch == '\t')
+            fputs("\\t", f);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_cstr(FILE *f, const char *s)
+{
+    json_str(f, s, strlen(s));
+}
+
+/* A JSON number as is, if the text is one we produce (digits, one '.', leading '-'). */
+static void json_num(FILE *f, const char *s)
+{
+    const char *p = s + (*s == '-');
+    bool ok = *p >= '0' && *p <= '9' && !(p[0] == '0' && p[1] >= '0' && p[1] <= '9');
+    int dots = 0;
+    for (const char *q = p; ok && *q; q++) {
+        if (*q == '.')
+            ok = ++dots == 1 && q[1] >= '0' && q[1] <= '9';
+        else
+            ok = *q >= '0' && *q <= '9';
+    }
+    if (ok)
+        fputs(s, f);
+    else
+        json_cstr(f, s);
+}
+
+/* "k=v,k=v" as an object. */
+static void json_tags(FILE *f, const char *tags)
+{
+    fputc('{', f);
+    bool first = true;
+    for (const char *p = tags; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (len > 0) {
+            if (!first) fputc(',', f);
+            first = false;
+            size_t klen = eq ? (size_t)(eq - p) : len;
+            json_str(f, p, klen);
+            fputc(':', f);
+            if (eq)
+                json_str(f, eq + 1, len - klen - 1);
+            else
+                json_str(f, "", 0);
+        }
+        p += len + (end != NULL);
+    }
+    fputc('}', f);
+}
+
+/* ============================================================ members */
+
+struct member_row {
+    const char *name, *addr, *status, *incarnation, *weight, *zone, *tags;
+    char tagcol[RD_TAGS_MAX + RD_ZONE_MAX + 8];
+};
+
+static const char *field(const struct rd_resp_reply *m, const char *key)
+{
+    for (size_t i = 0; i + 1 < m->nelem; i += 2)
+        if (is_text(m->elem[i]) && strcmp(m->elem[i]->str, key) == 0 && is_text(m->elem[i + 1]))
+            return m->elem[i + 1]->str;
+    return "";
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct member_row *)a)->name, ((const struct member_row *)b)->name);
+}
+
+static int cmd_members(const struct opts *o)
+{
+    if (o->nargs > 0) return usage_error("members takes no arguments, got '%s'", o->args[0]);
+    if (o->has_n) return usage_error("-n is not an option of '%s'", "members");
+    const char *req[] = {"MEMBERS"};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, 1, &r);
+    if (rc != 0) return rc;
+    if (r->type != RD_RESP_ARRAY) return unexpected(r);
+    struct member_row *rows = calloc(r->nelem ? r->nelem : 1, sizeof *rows);
+    if (!rows) {
+        rd_resp_reply_free(r);
+        fprintf(stderr, "ringd: out of memory\n");
+        return 1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < r->nelem; i++) {
+        const struct rd_resp_reply *m = r->elem[i];
+        if (m->type != RD_RESP_ARRAY) continue;
+        struct member_row *row = &rows[n++];
+        row->name = field(m, "name");
+        row->addr = field(m, "addr");
+        row->status = field(m, "status");
+        row->incarnation = field(m, "incarnation");
+        row->weight = field(m, "weight");
+        row->zone = field(m, "zone");
+        row->tags = field(m, "tags");
+        snprintf(row->tagcol, sizeof row->tagcol, "%s%s%s%s", *row->zone ? "zone=" : "", row->zone,
+                 *row->zone && *row->tags ? "," : "", row->tags);
+    }
+    qsort(rows, n, sizeof *rows, row_cmp);
+    if (o->json) {
+        fputc('[', stdout);
+        for (size_t i = 0; i < n; i++) {
+            const struct member_row *m = &rows[i];
+            fputs(i ? ",\n  {" : "\n  {", stdout);
+            fputs("\"name\":", stdout);
+            json_cstr(stdout, m->name);
+            fputs(",\"addr\":", stdout);
+            json_cstr(stdout, m->addr);
+            fputs(",\"status\":", stdout);
+            json_cstr(stdout, m->status);
+            fputs(",\"incarnation\":", stdout);
+            json_num(stdout, m->incarnation);
+            fputs(",\"weight\":", stdout);
+            json_num(stdout, m->weight);
+            fputs(",\"zone\":", stdout);
+            json_cstr(stdout, m->zone);
+            fputs(",\"tags\":", stdout);
+            json_tags(stdout, m->tags);
+            fputc('}', stdout);
+        }
+        fputs(n ? "\n]\n" : "]\n", stdout);
+    } else {
+        int w[5] = {4, 7, 6, 11, 6}; /* the headers' widths */
+        for (size_t i = 0; i < n; i++) {
+            const char *cols[5] = {rows[i].name, rows[i].addr, rows[i].status, rows[i].incarnation,
+                                   rows[i].weight};
+            for (int k = 0; k < 5; k++)
+                if ((int)strlen(cols[k]) > w[k]) w[k] = (int)strlen(cols[k]);
+        }
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w[0], "NAME", w[1], "ADDRESS", w[2], "STATUS",
+               w[3], "INCARNATION", w[4], "WEIGHT", "TAGS");
+        for (size_t i = 0; i < n; i++) {
+            const struct member_row *m = &rows[i];
+            char line[RD_NAME_MAX + 2 * RD_ADDR_STRLEN + RD_TAGS_MAX + RD_ZONE_MAX + 128];
+            int len = snprintf(line, sizeof line, "%-*s  %-*s  %-*s  %-*s  %-*s  %s", w[0], m->name,
+                               w[1], m->addr, w[2], m->status, w[3], m->incarnation, w[4],
+                               m->weight, m->tagcol);
+            if (len < 0) len = 0;
+            if ((size_t)len >= sizeof line) len = (int)sizeof line - 1;
+            while (len > 0 && line[len - 1] == ' ')
+                len--; /* no trailing blanks when TAGS is empty */
+            printf("%.*s\n", len, line);
+        }
+    }
+    free(rows);
+    rd_resp_reply_free(r);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* ============================================================ owner */
+
+static int cmd_owner(const struct opts *o)
+{
+    if (o->nargs != 1)
+        return usage_error("%s", o->nargs == 0 ? "owner needs a KEY" : "owner takes one KEY");
+    char count[24];
+    snprintf(count, sizeof count, "%ld", o->has_n ? o->n : 1L);
+    const char *req[] = {o->has_n ? "OWNERS" : "OWNER", o->args[0], count};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, o->has_n ? 3 : 2, &r);
+    if (rc != 0) return rc;
+    /* One shape for both: a list of names. */
+    const struct rd_resp_reply *one[1] = {r};
+    const struct rd_resp_reply *const *names = one;
+    size_t n = 1;
+    if (r->type == RD_RESP_NIL) {
+        n = 0;
+    } else if (r->type == RD_RESP_ARRAY) {
+        names = (const struct rd_resp_reply *const *)r->elem;
+        n = r->nelem;
+    } else if (!is_text(r)) {
+        return unexpected(r);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!is_text(names[i])) return unexpected(r);
+    if (n == 0) {
+        rd_resp_reply_free(r);
+        fprintf(stderr, "ringd: ring is empty\n");
+        return 1;
+    }
+    if (o->json) {
+        fputs("{\"key\":", stdout);
+        json_cstr(stdout, o->args[0]);
+        fputs(",\"owners\":[", stdout);
+        for (size_t i = 0; i < n; i++) {
+            if (i) fputc(',', stdout);
+            json_str(stdout, names[i]->str, names[i]->len);
+        }
+        fputs("]}\n", stdout);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            printf("%s\n", names[i]->str);
+    }
+    rd_resp_reply_free(r);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* ============================================================ info, join, leave */
+
+static int cmd_info(const struct opts *o)
+{
+    if (o->nargs > 0) return usage_error("info takes no arguments, got '%s'", o->args[0]);
+    const char *req[] = {"INFO"};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, 1, &r);
+    if (rc != 0) return rc;
+    if (!is_text(r)) return unexpected(r);
+    /* The text as the agent wrote it, with Unix line ends so it greps and cuts cleanly. */
+    for (size_t i = 0; i < r->len; i++)
+        if (!(r->str[i] == '\r' && i + 1 < r->len && r->str[i + 1] == '\n')) putchar(r->str[i]);
+    if (r->len > 0 && r->str[r->len - 1] != '\n') putchar('\n');
+    rd_resp_reply_free(r);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* JOIN HOST:PORT and LEAVE: one request, "OK" back. `name` is the subcommand. */
+static int cmd_simple(const struct opts *o, const char *name, const char *command, int want_args)
+{
+    if (o->nargs != want_args) {
+        if (want_args == 0) return usage_error("%s takes no arguments", name);
+        return usage_error("%s needs one HOST:PORT", name);
+    }
+    const char *req[] = {command, want_args ? o->args[0] : NULL};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, (size_t)want_args + 1, &r);
+    if (rc != 0) return rc;
+    if (!is_text(r)) return unexpected(r);
+    printf("%s\n", r->str);
+    rd_resp_reply_free(r);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* ============================================================ watch */
+
+static void timestamp(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const char *who(const char *name)
+{
+    return *name ? name : "none"; /* the empty ring is nobody */
+}
+
+static void print_event(const struct rd_resp_reply *ev, bool json)
+{
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    size_t n = ev->nelem;
+    const char *f[64]; /* a ring event has 5 + 3 x 16 fields */
+    size_t nf = 0;
+    for (size_t i = 0; i < n && nf < sizeof f / sizeof f[0]; i++)
+        f[nf++] = is_text(ev->elem[i]) ? ev->elem[i]->str : "";
+    const char *type = nf > 0 ? f[0] : "";
+    if (strcmp(type, "member") == 0 && nf >= 5) {
+        if (json) {
+            printf("{\"ts\":\"%s\",\"type\":\"member\",\"member\":", ts);
+            json_cstr(stdout, f[1]);
+            fputs(",\"status\":", stdout);
+            json_cstr(stdout, f[2]);
+            fputs(",\"addr\":", stdout);
+            json_cstr(stdout, f[3]);
+            fputs(",\"incarnation\":", stdout);
+            json_num(stdout, f[4]);
+            fputs("}\n", stdout);
+        } else {
+            printf("%s member %s %s addr=%s incarnation=%s\n", ts, f[1], f[2], f[3], f[4]);
+        }
+    } else if (strcmp(type, "ring") == 0 && nf >= 5 && (nf - 5) % 3 == 0) {
+        if (json) {
+            printf("{\"ts\":\"%s\",\"type\":\"ring\",\"version\":", ts);
+            json_num(stdout, f[1]);
+            fputs(",\"checksum\":", stdout);
+            json_cstr(stdout, f[2]);
+            fputs(",\"points\":", stdout);
+            json_num(stdout, f[3]);
+            fputs(",\"moved\":", stdout);
+            json_num(stdout, f[4]);
+            fputs(",\"moves\":[", stdout);
+            for (size_t i = 5; i + 2 < nf; i += 3) {
+                fputs(i > 5 ? ",{\"from\":" : "{\"from\":", stdout);
+                json_cstr(stdout, f[i]);
+                fputs(",\"to\":", stdout);
+                json_cstr(stdout, f[i + 1]);
+                fputs(",\"fraction\":", stdout);
+                json_num(stdout, f[i + 2]);
+                fputc('}', stdout);
+            }
+            fputs("]}\n", stdout);
+        } else {
+            printf("%s ring version=%s checksum=%s points=%s moved=%.4f", ts, f[1], f[2], f[3],
+                   strtod(f[4], NULL));
+            for (size_t i = 5; i + 2 < nf; i += 3)
+                printf(" %s->%s:%.4f", who(f[i]), who(f[i + 1]), strtod(f[i + 2], NULL));
+            putchar('\n');
+        }
+    } else {
+        /* An event this client does not know: show its fields rather than drop it. */
+        if (json) {
+            printf("{\"ts\":\"%s\",\"type\":", ts);
+            json_cstr(stdout, type);
+            fputs(",\"fields\":[", stdout);
+            for (size_t i = 1; i < nf; i++) {
+                if (i > 1) fputc(',', stdout);
+                json_cstr(stdout, f[i]);
+            }
+            fputs("]}\n", stdout);
+        } else {
+            printf("%s", ts);
+            for (size_t i = 0; i < nf; i++)
+                printf(" %s", f[i]);
+            putchar('\n');
+        }
+    }
+    fflush(stdout);
+}
+
+static int cmd_watch(const struct opts *o)
+{
+    if (o->nargs > 0) return usage_error("watch takes no arguments, got '%s'", o->args[0]);
+    if (o->has_n) return usage_error("-n is not an option of '%s'", "watch");
+    /* SIGINT interrupts the blocking read (no SA_RESTART): we then exit 0. */
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct conn c;
+    int rc = conn_open(&c, socket_path(o), false);
+    if (rc != 0) return rc;
+    const char *req[] = {"WATCH"};
+    struct rd_resp_reply *r = NULL;
+    rc = conn_send(&c, req, 1);
+    if (rc == 0) rc = conn_recv(&c, &r);
+    if (rc < 0) {
+        fprintf(stderr, "ringd: the agent closed the connection without replying\n");
+        rc = 1;
+    } else if (rc == 0 && r->type == RD_RESP_ERROR) {
+        fprintf(stderr, "ringd: %s\n", r->str);
+        rc = 1;
+    } else if (rc == 0 && r->type != RD_RESP_STRING) {
+        fprintf(stderr, "ringd: unexpected reply from the agent\n");
+        rc = 1;
+    }
+    rd_resp_reply_free(r);
+    while (rc == 0) {
+        rc = conn_recv(&c, &r);
+        if (rc != 0) break;
+        if (r->type == RD_RESP_ARRAY) print_event(r, o->json);
+        rd_resp_reply_free(r);
+    }
+    conn_close(&c);
+    return rc < 0 ? 0 : rc; /* the agent went away, or Ctrl-C: a normal end */
+}
+
+/* ============================================================ entry */
+
+struct subcommand {
+    const char *name;
+    bool json; /* takes --json */
+    bool n;    /* takes -n */
+    const char *usage;
+};
+
+static const struct subcommand subcommands[] = {
+    {"members", true, false, "ringd members [--json] [--socket PATH]"},
+    {"owner", true, true, "ringd owner KEY [-n N] [--json] [--socket PATH]"},
+    {"info", false, false, "ringd info [--socket PATH]"},
+    {"watch", true, false, "ringd watch [--json] [--socket PATH]"},
+    {"join", false, false, "ringd join HOST:PORT [--socket PATH]"},
+    {"leave", false, false, "ringd leave [--socket PATH]"},
+};
+
+int rd_client_main(int argc, char **argv)
+{
+    struct opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0) return rc;
+    if (!o.cmd) {
+        if (o.help) {
+            rd_client_usage();
+            return 0;
+        }
+        return usage_error("missing command");
+    }
+    const struct subcommand *sc = NULL;
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (strcmp(o.cmd, subcommands[i].name) == 0) sc = &subcommands[i];
+    if (!sc) return usage_error("unknown command '%s'", o.cmd);
+    if (o.help) {
+        printf("usage: %s\n\n", sc->usage);
+        rd_client_usage();
+        return 0;
+    }
+    if (o.json && !sc->json) return usage_error("--json is not an option of '%s'", sc->name);
+    if (o.has_n && !sc->n) return usage_error("-n is not an option of '%s'", sc->name);
+    if (strcmp(sc->name, "members") == 0) return cmd_members(&o);
+    if (strcmp(sc->name, "owner") == 0) return cmd_owner(&o);
+    if (strcmp(sc->name, "info") == 0) return cmd_info(&o);
+    if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o);
+    if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1);
+    return cmd_simple(&o, "leave", "LEAVE", 0);
+}

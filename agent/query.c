@@ -1,0 +1,793 @@
+/*
+ * query.c — the query socket server (see query.h): RESP2 over a Unix stream socket.
+ *
+ * One connection is a pipe handle, an input buffer with its incremental RESP parser, and
+ * two output buffers:
+ *
+ *     read ──► in ──► rd_resp_parse ──► dispatch ──► pend ──┐ swap when idle
+ *                     (every complete request of the read)  ▼
+ *                                                          out ──► uv_write (one in flight)
+ *
+ * Every reply a read produces is appended to `pend`; once the read has been parsed, `pend`
+ * and `out` swap and `out` goes out in one uv_write. While that write is in flight,
+ * further replies and pushed events pile up in `pend` and leave together when it
+ * completes. So a pipelined batch costs one write, there is never more than one write in
+ * flight, and in steady state nothing is allocated per request: the buffers keep their
+ * capacity and the parser keeps its argument array. A client that stops reading is cut
+ * off once its unsent bytes pass RD_QUERY_MAX_OUTPUT (RD_QUERY_MAX_WATCH_BACKLOG for a
+ * watcher), which bounds the memory any client can make us hold.
+ *
+ * Lifetimes: a connection is freed only in its uv_close callback, after libuv has
+ * cancelled its pending write, so no callback ever sees freed memory. The server object
+ * itself is freed when its last handle (listener or connection) has closed, which
+ * happens on the loop run that follows rd_query_close().
+ *
+ * Re-entrancy: JOIN and LEAVE call into the agent, which may publish events from inside
+ * that call. Publishing only appends to watchers' `pend`; a connection in the middle of
+ * its own batch is flushed when the batch ends, so the one-write-per-read rule holds.
+ */
+#include "query.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "msg.h"
+#include "rd_err.h"
+#include "resp.h"
+#include "ring.h"
+#include "swim.h"
+
+/** Bytes made available to each read. */
+#define RD_QUERY_READ_CHUNK (16u * 1024u)
+/** Buffers above this capacity are released once empty, so one burst does not pin memory
+ *  for the life of the connection. */
+#define RD_QUERY_BUF_KEEP (256u * 1024u)
+/** Largest n accepted by OWNERS (it is clamped to the member count anyway). */
+#define RD_QUERY_OWNERS_MAX 1000000u
+/** Pending connections the kernel may queue before we accept them. */
+#define RD_QUERY_BACKLOG 511
+/** Longest command name echoed back in "unknown command" errors. */
+#define RD_QUERY_ECHO_MAX 64
+
+_Static_assert(RD_QUERY_MAX_WATCH_BACKLOG <= RD_QUERY_MAX_OUTPUT,
+               "a watcher's backlog is part of its output");
+_Static_assert(RD_RESP_MAX_REQUEST <= RD_QUERY_MAX_OUTPUT,
+               "a client may have a whole request's worth of replies unread");
+
+struct rd_query;
+
+struct qconn {
+    struct rd_query *q;
+    uv_pipe_t pipe;
+    uv_write_t wreq;
+    struct rd_buf in; /* received, not yet consumed */
+    struct rd_resp_parser parser;
+    struct rd_buf out;         /* the bytes of the write in flight */
+    struct rd_buf pend;        /* replies and events queued behind it */
+    struct qconn *prev, *next; /* q->conns, every connection that counts */
+    uint64_t written;          /* bytes ever confirmed written */
+    uint64_t leave_at;         /* LEAVE: leave once `written` reaches this (0: no) */
+    bool listed;               /* in q->conns (false: rejected at the limit) */
+    bool writing;              /* a uv_write is in flight */
+    bool in_batch;             /* its read is being dispatched: flush at the end */
+    bool watching;             /* sent WATCH */
+    bool closing;              /* uv_close was called */
+    bool draining;             /* answer what is queued, then close; read no more */
+    bool failed;               /* a reply could not be buffered: the stream is broken */
+};
+
+struct rd_query {
+    uv_loop_t *loop;
+    struct rd_agent *agent;
+    uv_pipe_t listener;
+    bool listening; /* listener initialised and not closed yet */
+    bool closing;   /* rd_query_close was called: no more agent calls */
+    size_t handles; /* open handles (listener + connections) */
+    size_t nconns, nwatchers;
+    uint64_t rejected;      /* connections refused at RD_QUERY_MAX_CONNS */
+    uint64_t cut_off;       /* connections closed for unread output */
+    uint64_t accept_errors; /* failed accepts (EMFILE...), logged sparingly */
+    struct qconn *conns;
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    bool bound; /* we created the file at path */
+    dev_t dev;  /* identity of that file, so close only removes ours */
+    ino_t ino;
+    struct rd_buf scratch;           /* INFO text; an event being encoded */
+    uint32_t owners[RD_MAX_MEMBERS]; /* OWNERS result, reused */
+};
+
+/* ============================================================ lifetimes */
+
+static void query_release(struct rd_query *q)
+{
+    if (q->handles > 0 || !q->closing) return;
+    rd_buf_free(&q->scratch);
+    free(q);
+}
+
+static void conn_closed(uv_handle_t *h)
+{
+    struct qconn *c = h->data;
+    struct rd_query *q = c->q;
+    if (c->listed) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            q->conns = c->next;
+        if (c->next) c->next->prev = c->prev;
+        q->nconns--;
+    }
+    bool leave = c->leave_at != 0;
+    rd_buf_free(&c->in);
+    rd_buf_free(&c->out);
+    rd_buf_free(&c->pend);
+    rd_resp_parser_free(&c->parser);
+    free(c);
+    q->handles--;
+    /* LEAVE was asked for; the client went away before its +OK was written: still leave. */
+    if (leave && !q->closing) rd_agent_leave(q->agent);
+    query_release(q);
+}
+
+static void conn_close(struct qconn *c)
+{
+    if (c->closing) return;
+    c->closing = true;
+    if (c->watching) {
+        c->watching = false;
+        c->q->nwatchers--;
+    }
+    uv_close((uv_handle_t *)&c->pipe, conn_closed);
+}
+
+/* ============================================================ output */
+
+static void conn_flush(struct qconn *c);
+
+static void conn_written(uv_write_t *w, int status)
+{
+    struct qconn *c = w->data;
+    c->writing = false;
+    c->written += c->out.len;
+    c->out.len = 0;
+    if (c->out.cap > RD_QUERY_BUF_KEEP) rd_buf_free(&c->out);
+    if (c->closing) return; /* UV_ECANCELED: conn_closed frees it next */
+    if (status < 0) {
+        conn_close(c); /* EPIPE and friends: the client is gone */
+        return;
+    }
+    conn_flush(c);
+    if (c->leave_at != 0 && c->written >= c->leave_at && !c->q->closing) {
+        /* The +OK is out; now leave. This may publish events, which is safe: every
+         * connection's state is consistent here. */
+        c->leave_at = 0;
+        rd_agent_leave(c->q->agent);
+    }
+}
+
+/* Starts a write of everything queued, unless one is in flight or the batch is open. */
+static void conn_flush(struct qconn *c)
+{
+    if (c->closing || c->writing || c->in_batch) return;
+    if (c->pend.len == 0) {
+        if (c->draining) conn_close(c);
+        return;
+    }
+    struct rd_buf t = c->out; /* empty: no write in flight */
+    c->out = c->pend;
+    c->pend = t;
+    uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+    c->wreq.data = c;
+    int rc = uv_write(&c->wreq, (uv_stream_t *)&c->pipe, &b, 1, conn_written);
+    if (rc < 0) {
+        c->out.len = 0;
+        conn_close(c);
+        return;
+    }
+    c->writing = true;
+}
+
+/* Unsent bytes: in flight plus queued. */
+static size_t conn_backlog(const struct qconn *c)
+{
+    return c->out.len + c->pend.len;
+}
+
+/* Records the outcome of one reply writer; a failed one breaks the stream. */
+static void conn_rc(struct qconn *c, int rc)
+{
+    if (rc < 0) c->failed = true;
+}
+
+static void reply_error(struct qconn *c, const char *text)
+{
+    conn_rc(c, rd_resp_write_error(&c->pend, text));
+}
+
+static void reply_wrong_arity(struct qconn *c, const char *cmd)
+{
+    char text[96];
+    snprintf(text, sizeof text, "ERR wrong number of arguments for '%s'", cmd);
+    reply_error(c, text);
+}
+
+static void reply_name(struct qconn *c, const struct rd_ring *ring, int idx)
+{
+    if (idx < 0) {
+        conn_rc(c, rd_resp_write_nil(&c->pend));
+        return;
+    }
+    const char *name = rd_ring_member_name(ring, (size_t)idx);
+    conn_rc(c, rd_resp_write_bulk(&c->pend, name, strlen(name)));
+}
+
+static void reply_cstr(struct qconn *c, const char *s)
+{
+    conn_rc(c, rd_resp_write_bulk(&c->pend, s, strlen(s)));
+}
+
+/* ============================================================ commands */
+
+static bool arg_is(const struct rd_resp_arg *a, const char *word)
+{
+    size_t n = strlen(word);
+    return a->len == n && strncasecmp(a->ptr, word, n) == 0;
+}
+
+/* Canonical positive decimal in 1..max; false for anything else. */
+static bool arg_count(const struct rd_resp_arg *a, size_t max, size_t *out)
+{
+    if (a->len == 0 || a->len > 10 || a->ptr[0] == '0') return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < a->len; i++) {
+        if (a->ptr[i] < '0' || a->ptr[i] > '9') return false;
+        v = v * 10 + (uint64_t)(a->ptr[i] - '0');
+    }
+    if (v > max) return false;
+    *out = (size_t)v;
+    return true;
+}
+
+static void cmd_ping(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc > 2) {
+        reply_wrong_arity(c, "ping");
+        return;
+    }
+    if (r->argc == 2)
+        conn_rc(c, rd_resp_write_bulk(&c->pend, r->argv[1].ptr, r->argv[1].len));
+    else
+        conn_rc(c, rd_resp_write_simple(&c->pend, "PONG"));
+}
+
+static void cmd_owner(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 2) {
+        reply_wrong_arity(c, "owner");
+        return;
+    }
+    const struct rd_ring *ring = rd_agent_ring(c->q->agent);
+    reply_name(c, ring, rd_ring_owner(ring, r->argv[1].ptr, r->argv[1].len));
+}
+
+static void cmd_owners(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 3) {
+        reply_wrong_arity(c, "owners");
+        return;
+    }
+    size_t n;
+    if (!arg_count(&r->argv[2], RD_QUERY_OWNERS_MAX, &n)) {
+        reply_error(c, "ERR n must be an integer from 1 to 1000000");
+        return;
+    }
+    const struct rd_ring *ring = rd_agent_ring(c->q->agent);
+    size_t members = rd_ring_member_count(ring);
+    if (members > RD_MAX_MEMBERS) /* the agent never builds such a ring */
+    {
+        reply_error(c, "ERR ring larger than the member limit");
+        return;
+    }
+    if (n > members) n = members;
+    size_t got = rd_ring_owners(ring, r->argv[1].ptr, r->argv[1].len, n, c->q->owners);
+    conn_rc(c, rd_resp_write_array(&c->pend, got));
+    for (size_t i = 0; i < got; i++)
+        reply_name(c, ring, (int)c->q->owners[i]);
+}
+
+static void cmd_mowner(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc < 2) {
+        reply_wrong_arity(c, "mowner");
+        return;
+    }
+    const struct rd_ring *ring = rd_agent_ring(c->q->agent);
+    conn_rc(c, rd_resp_write_array(&c->pend, r->argc - 1));
+    for (size_t i = 1; i < r->argc; i++)
+        reply_name(c, ring, rd_ring_owner(ring, r->argv[i].ptr, r->argv[i].len));
+}
+
+static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 1) {
+        reply_wrong_arity(c, "members");
+        return;
+    }
+    struct rd_swim *s = rd_agent_swim(c->q->agent);
+    size_t n = rd_swim_member_count(s);
+    conn_rc(c, rd_resp_write_array(&c->pend, n));
+    for (size_t i = 0; i < n; i++) {
+        const struct rd_member *m = rd_swim_member(s, i);
+        char addr[RD_ADDR_STRLEN], inc[24], weight[24];
+        rd_addr_format(&m->addr, addr, sizeof addr);
+        snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
+        snprintf(weight, sizeof weight, "%u.%03u", m->weight / RD_WEIGHT_ONE,
+                 m->weight % RD_WEIGHT_ONE);
+        conn_rc(c, rd_resp_write_array(&c->pend, 14));
+        reply_cstr(c, "name");
+        reply_cstr(c, m->name);
+        reply_cstr(c, "addr");
+        reply_cstr(c, addr);
+        reply_cstr(c, "status");
+        reply_cstr(c, rd_status_name(m->status));
+        reply_cstr(c, "incarnation");
+        reply_cstr(c, inc);
+        reply_cstr(c, "weight");
+        reply_cstr(c, weight);
+        reply_cstr(c, "zone");
+        reply_cstr(c, m->zone);
+        reply_cstr(c, "tags");
+        reply_cstr(c, m->tags);
+    }
+}
+
+static void cmd_info(struct qconn *c, const struct rd_resp_request *r)
+{
+    /* "INFO section" is accepted and ignored: some clients send "INFO server". */
+    if (r->argc > 2) {
+        reply_wrong_arity(c, "info");
+        return;
+    }
+    struct rd_query *q = c->q;
+    q->scratch.len = 0;
+    char extra[160];
+    int n = snprintf(extra, sizeof extra,
+                     "connections:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
+                     "\r\nconnections_cut_off:%" PRIu64 "\r\n",
+                     q->nconns, q->nwatchers, q->rejected, q->cut_off);
+    if (rd_agent_info(q->agent, &q->scratch) < 0 ||
+        rd_buf_append(&q->scratch, extra, (size_t)n) < 0) {
+        reply_error(c, "ERR out of memory");
+        return;
+    }
+    conn_rc(c, rd_resp_write_bulk(&c->pend, q->scratch.data, q->scratch.len));
+}
+
+static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 1) {
+        reply_wrong_arity(c, "watch");
+        return;
+    }
+    if (!c->watching) {
+        c->watching = true;
+        c->q->nwatchers++;
+    }
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+static void cmd_join(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 2) {
+        reply_wrong_arity(c, "join");
+        return;
+    }
+    char hostport[RD_HOSTPORT_MAX + 1];
+    const struct rd_resp_arg *a = &r->argv[1];
+    if (a->len == 0 || a->len > RD_HOSTPORT_MAX || memchr(a->ptr, '\0', a->len)) {
+        reply_error(c, "ERR bad address: expected host:port");
+        return;
+    }
+    memcpy(hostport, a->ptr, a->len);
+    hostport[a->len] = '\0';
+    const char *why = "invalid address";
+    if (rd_agent_join(c->q->agent, hostport, &why) < 0) {
+        char text[RD_HOSTPORT_MAX + 128];
+        snprintf(text, sizeof text, "ERR cannot join %s: %s", hostport, why ? why : "invalid");
+        {
+            reply_error(c, text);
+            return;
+        }
+    }
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+static void cmd_leave(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 1) {
+        reply_wrong_arity(c, "leave");
+        return;
+    }
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+    /* Leave once the +OK is written (conn_written), so the client sees it before the
+     * agent goes away; or when the client disconnects first (conn_closed). */
+    c->leave_at = c->written + conn_backlog(c);
+}
+
+static void cmd_quit(struct qconn *c, const struct rd_resp_request *r)
+{
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+    c->draining = true;
+}
+
+struct command {
+    const char *name;
+    void (*run)(struct qconn *c, const struct rd_resp_request *r);
+};
+
+static const struct command commands[] = {
+    {"OWNER", cmd_owner},     {"MOWNER", cmd_mowner}, {"OWNERS", cmd_owners}, {"PING", cmd_ping},
+    {"MEMBERS", cmd_members}, {"INFO", cmd_info},     {"WATCH", cmd_watch},   {"JOIN", cmd_join},
+    {"LEAVE", cmd_leave},     {"QUIT", cmd_quit},
+};
+
+static void dispatch(struct qconn *c, const struct rd_resp_request *r)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (arg_is(&r->argv[0], commands[i].name)) {
+            commands[i].run(c, r);
+            return;
+        }
+    }
+    char text[RD_QUERY_ECHO_MAX + 40];
+    int len = r->argv[0].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[0].len;
+    snprintf(text, sizeof text, "ERR unknown command '%.*s'", len, r->argv[0].ptr);
+    reply_error(c, text);
+}
+
+/* ============================================================ input */
+
+static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    struct qconn *c = h->data;
+    if (rd_buf_reserve(&c->in, RD_QUERY_READ_CHUNK) < 0) {
+        *b = uv_buf_init(NULL, 0); /* the read callback gets UV_ENOBUFS */
+        return;
+    }
+    *b = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len));
+}
+
+/* Stops reading; what is queued still goes out, then the connection closes. */
+static void conn_drain(struct qconn *c)
+{
+    c->draining = true;
+    uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
+/* Answers every complete request in c->in, then consumes them all at once. */
+static void conn_parse(struct qconn *c)
+{
+    struct rd_query *q = c->q;
+    size_t off = 0;
+    c->in_batch = true;
+    while (!c->closing && !c->draining && !c->failed) {
+        struct rd_resp_request req;
+        const char *reason = NULL;
+        int rc = rd_resp_parse(&c->parser, c->in.data + off, c->in.len - off, &req, &reason);
+        if (rc == RD_EAGAIN) break;
+        if (rc == RD_E2BIG || rc == RD_EPROTO) {
+            char text[160];
+            snprintf(text, sizeof text, "ERR Protocol error: %s", reason ? reason : "malformed");
+            reply_error(c, text);
+            conn_drain(c);
+            break;
+        }
+        if (rc < 0) { /* RD_ENOMEM: nothing we can do for this client */
+            c->failed = true;
+            break;
+        }
+        /* Checked before answering, not after: one large reply (MEMBERS of a big
+         * cluster) is fine; a client that lets replies pile up unread is not. So a
+         * connection holds at most the limit plus one reply. */
+        if (req.argc > 0 && conn_backlog(c) > RD_QUERY_MAX_OUTPUT) {
+            q->cut_off++;
+            rd_logf(RD_LOG_WARN, "query client cut off", RD_FSTR("reason", "output limit"),
+                    RD_FUINT("bytes", conn_backlog(c)));
+            conn_close(c);
+            break;
+        }
+        if (req.argc > 0) dispatch(c, &req);
+        off += req.consumed;
+    }
+    c->in_batch = false;
+    if (c->closing) return;
+    if (c->failed) {
+        rd_logf(RD_LOG_WARN, "query client dropped", RD_FSTR("reason", "out of memory"));
+        conn_close(c);
+        return;
+    }
+    rd_buf_consume(&c->in, off);
+    if (c->in.len == 0 && c->in.cap > RD_QUERY_BUF_KEEP) rd_buf_free(&c->in);
+    conn_flush(c);
+}
+
+static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct qconn *c = s->data;
+    if (c->closing) return;
+    if (n < 0) {
+        /* EOF: the client may have only shut down its sending side, so answer what it
+         * sent before closing. Any other error: it is gone. */
+        if (n == UV_EOF) {
+            conn_drain(c);
+            conn_flush(c);
+        } else {
+            conn_close(c);
+        }
+        return;
+    }
+    if (n == 0) return; /* EAGAIN */
+    c->in.len += (size_t)n;
+    conn_parse(c);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct rd_query *q = server->data;
+    if (q->closing) return;
+    if (status < 0) {
+        /* Out of descriptors repeats at every attempt: log the first and every 1000th. */
+        if (q->accept_errors++ % 1000 == 0)
+            rd_logf(RD_LOG_WARN, "query accept failed", RD_FSTR("error", uv_strerror(status)),
+                    RD_FUINT("failures", q->accept_errors));
+        return;
+    }
+    struct qconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        rd_logf(RD_LOG_ERROR, "query accept failed", RD_FSTR("error", "out of memory"));
+        return;
+    }
+    c->q = q;
+    rd_buf_init(&c->in);
+    rd_buf_init(&c->out);
+    rd_buf_init(&c->pend);
+    rd_resp_parser_init(&c->parser);
+    uv_pipe_init(q->loop, &c->pipe, 0);
+    c->pipe.data = c;
+    q->handles++;
+    if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
+        conn_close(c);
+        return;
+    }
+    if (q->nconns >= RD_QUERY_MAX_CONNS) {
+        if (q->rejected++ == 0 || q->rejected % 1000 == 0)
+            rd_logf(RD_LOG_WARN, "query connection refused",
+                    RD_FSTR("reason", "too many connections"),
+                    RD_FUINT("limit", RD_QUERY_MAX_CONNS), RD_FUINT("refused", q->rejected));
+        conn_close(c);
+        return;
+    }
+    c->listed = true;
+    c->next = q->conns;
+    if (q->conns) q->conns->prev = c;
+    q->conns = c;
+    q->nconns++;
+    if (uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) conn_close(c);
+}
+
+/* ============================================================ events */
+
+void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n)
+{
+    if (!q || q->closing || q->nwatchers == 0) return;
+    /* Encode once, copy to every watcher. */
+    q->scratch.len = 0;
+    int rc = rd_resp_write_array(&q->scratch, n);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = rd_resp_write_bulk(&q->scratch, fields[i], strlen(fields[i]));
+    if (rc < 0) {
+        rd_logf(RD_LOG_WARN, "event not published", RD_FSTR("error", "out of memory"));
+        return;
+    }
+    for (struct qconn *c = q->conns; c; c = c->next) {
+        if (!c->watching || c->closing || c->draining) continue;
+        if (conn_backlog(c) + q->scratch.len > RD_QUERY_MAX_WATCH_BACKLOG ||
+            rd_buf_append(&c->pend, q->scratch.data, q->scratch.len) < 0) {
+            q->cut_off++;
+            rd_logf(RD_LOG_WARN, "query client cut off", RD_FSTR("reason", "watch backlog"),
+                    RD_FUINT("bytes", conn_backlog(c)));
+            conn_close(c);
+            continue;
+        }
+        conn_flush(c);
+    }
+}
+
+/* ============================================================ start and stop */
+
+/* mkdir -p for the directory part of path, new directories 0755. */
+static int make_parent(const char *path, char *err, size_t errlen)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0; /* relative to the cwd, or in / */
+    *slash = '\0';
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return 0;
+        snprintf(err, errlen, "cannot create socket %s: %s is not a directory", path, dir);
+        return -1;
+    }
+    for (char *p = dir + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char keep = *p;
+        *p = '\0';
+        if (mkdir(dir, 0755) == 0) {
+            chmod(dir, 0755); /* whatever the umask: group members must reach the socket */
+        } else if (errno != EEXIST) {
+            snprintf(err, errlen, "cannot create directory %s for the socket: %s", dir,
+                     strerror(errno));
+            return -1;
+        }
+        if (keep == '\0') break;
+        *p = keep;
+    }
+    return 0;
+}
+
+/*
+ * Decides what to do with a file already at `path`: 0 if the path is free (nothing
+ * there, or a stale socket which was removed), -1 with a message if it must be kept.
+ */
+static int clear_stale(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, errlen, "cannot use socket path %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
+        return -1;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot probe %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int e = errno;
+    close(fd);
+    /* Connected, or a listener whose queue is full: somebody is there. */
+    if (rc == 0 || e == EAGAIN || e == EINPROGRESS) {
+        snprintf(err, errlen, "another agent is running on %s", path);
+        return -1;
+    }
+    if (e == ENOENT) return 0; /* vanished meanwhile */
+    if (e != ECONNREFUSED) {
+        snprintf(err, errlen, "cannot probe %s: %s", path, strerror(e));
+        return -1;
+    }
+    if (unlink(path) < 0 && errno != ENOENT) {
+        snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+        return -1;
+    }
+    rd_logf(RD_LOG_INFO, "stale query socket replaced", RD_FSTR("socket", path));
+    return 0;
+}
+
+static void listener_closed(uv_handle_t *h)
+{
+    struct rd_query *q = h->data;
+    q->handles--;
+    query_release(q);
+}
+
+/* Removes the socket file if it is still the one we bound. */
+static void remove_socket(struct rd_query *q)
+{
+    struct stat st;
+    if (q->bound && lstat(q->path, &st) == 0 && st.st_dev == q->dev && st.st_ino == q->ino)
+        unlink(q->path);
+    q->bound = false;
+}
+
+int rd_query_start(uv_loop_t *loop, struct rd_agent *agent, const char *path, unsigned mode,
+                   struct rd_query **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct rd_query *q = calloc(1, sizeof *q);
+    if (!q) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    q->loop = loop;
+    q->agent = agent;
+    rd_buf_init(&q->scratch);
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof q->path) {
+        snprintf(err, errlen, "socket path must be 1 to %zu bytes: %s", sizeof q->path - 1, path);
+        goto fail_free;
+    }
+    memcpy(q->path, path, len + 1);
+    if (make_parent(path, err, errlen) < 0 || clear_stale(path, err, errlen) < 0) goto fail_free;
+
+    int rc = uv_pipe_init(loop, &q->listener, 0);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot create socket %s: %s", path, uv_strerror(rc));
+        goto fail_free;
+    }
+    q->listener.data = q;
+    q->listening = true;
+    q->handles = 1;
+    /* Bind under a umask that already gives the final mode, so the socket is never
+     * reachable with wider permissions; chmod after, since a umask can only remove bits. */
+    mode_t old = umask((mode_t)(~mode & 0777));
+    rc = uv_pipe_bind(&q->listener, path);
+    umask(old);
+    if (rc < 0) {
+        snprintf(err, errlen,
+                 rc == UV_EADDRINUSE ? "another agent is running on %s"
+                                     : "cannot bind socket %s: %s",
+                 path, uv_strerror(rc));
+        goto fail_close;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        q->bound = true;
+        q->dev = st.st_dev;
+        q->ino = st.st_ino;
+    }
+    if (chmod(path, (mode_t)mode) < 0) {
+        snprintf(err, errlen, "cannot chmod socket %s to %04o: %s", path, mode, strerror(errno));
+        goto fail_close;
+    }
+    rc = uv_listen((uv_stream_t *)&q->listener, RD_QUERY_BACKLOG, on_connection);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot listen on socket %s: %s", path, uv_strerror(rc));
+        goto fail_close;
+    }
+    *out = q;
+    return 0;
+
+fail_close:
+    /* The listener handle lives in q: free q from its close callback. */
+    remove_socket(q);
+    q->closing = true;
+    q->listening = false;
+    uv_close((uv_handle_t *)&q->listener, listener_closed);
+    return -1;
+fail_free:
+    rd_buf_free(&q->scratch);
+    free(q);
+    return -1;
+}
+
+void rd_query_close(struct rd_query *q)
+{
+    if (!q || q->closing) return;
+    q->closing = true;
+    if (q->listening) {
+        q->listening = false;
+        uv_close((uv_handle_t *)&q->listener, listener_closed);
+    }
+    for (struct qconn *c = q->conns; c; c = c->next)
+        conn_close(c);
+    remove_socket(q);
+    /* q itself goes when the last close callback has run (query_release). */
+}

@@ -1,0 +1,63 @@
+# lib.sh — helpers for the real-process tests: start agents on loopback, ask them things
+# through their query sockets with redis-cli, wait for conditions, count results.
+# Every agent started here is remembered by PID and killed on exit; nothing else is.
+
+RINGD=${RINGD:?path to the ringd binary}
+DIR=$(mktemp -d /tmp/ringd-test.XXXXXX)
+PIDS=""
+PASSED=0
+FAILED=0
+
+cleanup() {
+  for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$FAILED" -gt 0 ] || [ -n "${KEEP:-}" ]; then echo "# logs kept in $DIR"; else rm -rf "$DIR"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A block of free loopback ports for this run (UDP and TCP both): base chosen by PID.
+PORT0=$(( 20000 + ($$ % 2000) * 10 ))
+
+# start NAME PORT [extra agent flags...]: runs an agent in the background, logs to $DIR/NAME.log
+start() {
+  name=$1; port=$2; shift 2
+  "$RINGD" agent --name "$name" --bind "127.0.0.1:$port" --socket "$DIR/$name.sock" "$@" \
+    2>>"$DIR/$name.log" &
+  pid=$!
+  PIDS="$PIDS $pid"
+  eval "PID_$(echo "$name" | tr -c 'A-Za-z0-9\n' _)=$pid"
+  for _ in $(seq 100); do [ -S "$DIR/$name.sock" ] && return 0; sleep 0.05; done
+  echo "agent $name did not open its socket"; cat "$DIR/$name.log"; return 1
+}
+
+pid_of() { eval "echo \$PID_$(echo "$1" | tr -c 'A-Za-z0-9\n' _)"; }
+
+# q NAME ARGS...: one command to agent NAME
+q() { name=$1; shift; redis-cli -s "$DIR/$name.sock" "$@" 2>/dev/null; }
+
+# info NAME FIELD
+info() { q "$1" INFO | tr -d '\r' | sed -n "s/^$2://p"; }
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s; prints the seconds it took
+wait_for() {
+  limit=$1; shift
+  start_ns=$(date +%s%N)
+  while :; do
+    if "$@" >/dev/null 2>&1; then
+      echo $(( ($(date +%s%N) - start_ns) / 1000000 ))
+      return 0
+    fi
+    if [ $(( ($(date +%s%N) - start_ns) / 1000000000 )) -ge "$limit" ]; then return 1; fi
+    sleep 0.1
+  done
+}
+
+ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL - $*"; }
+check() { desc=$1; shift; if "$@"; then ok "$desc"; else fail "$desc"; fi; }
+
+finish() {
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" -eq 0 ]
+}
