@@ -1,0 +1,69 @@
+#!/bin/bash
+# demo.sh — ringd's main job on one machine: a cluster of agents on loopback, the
+# membership log on the terminal, owners asked of every agent, then a crash and a leave.
+# It sets up and builds first, and stops (and cleans up) by itself.
+#   N=7 scripts/demo.sh      # more agents
+set -eu
+cd "$(dirname "$0")/.."
+sh scripts/setup.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+RINGD=$PWD/build/ringd
+N=${N:-5}
+PORT=${PORT:-17946}
+dir=$(mktemp -d /tmp/ringd-demo.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+start() {
+  local i=$1; shift
+  "$RINGD" agent --name "node-$i" --bind "127.0.0.1:$((PORT + i))" --socket "$dir/node-$i.sock" "$@" \
+    2> >(sed -u "s/^/[node-$i] /" >&2) &
+  pids[$i]=$!
+}
+alive() { "$RINGD" info --socket "$dir/node-0.sock" 2>/dev/null | tr -d '\r' | sed -n 's/^members_alive://p'; }
+wait_alive() { for _ in $(seq 100); do [ "$(alive)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+
+say "starting $N agents on 127.0.0.1:$PORT..$((PORT + N - 1)); node-0 is the seed"
+start 0
+sleep 0.2
+for i in $(seq 1 $((N - 1))); do start "$i" --join "127.0.0.1:$PORT"; done
+wait_alive "$N"; sleep 0.3
+
+say "ringd members (asked of node-2)"
+"$RINGD" members --socket "$dir/node-2.sock"
+
+say "who owns each key? every agent answers the same"
+for key in user:1 user:42 cart:7 session:abc; do
+  line="$key ->"
+  for i in $(seq 0 $((N - 1))); do line="$line $("$RINGD" owner "$key" --socket "$dir/node-$i.sock")"; done
+  echo "$line"
+done
+echo "replicas of user:42: $("$RINGD" owner user:42 -n 3 --socket "$dir/node-1.sock" | tr '\n' ' ')"
+echo "any Redis client works: redis-cli -s node-0.sock OWNER user:42 -> $(redis-cli -s "$dir/node-0.sock" OWNER user:42)"
+
+say "crash: SIGKILL node-3; the others detect it (suspect, then dead) and rebuild the ring"
+kill -KILL "${pids[3]}"
+for _ in $(seq 200); do
+  "$RINGD" info --socket "$dir/node-0.sock" | tr -d '\r' | grep -q '^members_dead:1' && break; sleep 0.1
+done
+"$RINGD" members --socket "$dir/node-0.sock"
+
+say "graceful leave: SIGTERM node-4 (seen as left, not dead; exits 0)"
+kill -TERM "${pids[4]}"
+wait "${pids[4]}" && echo "node-4 exited with status 0"
+sleep 0.5
+"$RINGD" members --socket "$dir/node-0.sock"
+
+say "owners after the changes: only the keys of node-3 and node-4 moved"
+for key in user:1 user:42 cart:7 session:abc; do
+  echo "$key -> $("$RINGD" owner "$key" --socket "$dir/node-0.sock")"
+done
+say "stopping"
+for i in 0 1 2; do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
+sleep 1
