@@ -185,11 +185,18 @@ static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
     rd_addr_format(&ev->member.addr, addr, sizeof addr);
     const struct rd_member *m = &ev->member;
     enum rd_log_level level = m->status == RD_DEAD ? RD_LOG_WARN : RD_LOG_INFO;
-    rd_logf(level, msgs[m->status & 3], RD_FSTR("member", m->name), RD_FSTR("addr", addr),
-            RD_FUINT("incarnation", m->incarnation), RD_FSTR("was", ev->is_new ? "new" : rd_status_name(ev->old_status)),
-            RD_FSTR("accuser", m->accuser), RD_FUINT("members_alive", counts[RD_ALIVE]),
-            RD_FUINT("members_suspect", counts[RD_SUSPECT]), RD_FUINT("members_dead", counts[RD_DEAD]),
-            RD_FUINT("members_left", counts[RD_LEFT]));
+    struct rd_log_field f[] = {
+        RD_FSTR("member", m->name),
+        RD_FSTR("addr", addr),
+        RD_FUINT("incarnation", m->incarnation),
+        RD_FSTR("was", ev->is_new ? "new" : rd_status_name(ev->old_status)),
+        RD_FUINT("members_alive", counts[RD_ALIVE]),
+        RD_FUINT("members_suspect", counts[RD_SUSPECT]),
+        RD_FUINT("members_dead", counts[RD_DEAD]),
+        RD_FUINT("members_left", counts[RD_LEFT]),
+        RD_FSTR("accuser", m->accuser), /* last: only suspicions name one */
+    };
+    rd_log(level, msgs[m->status & 3], f, sizeof f / sizeof f[0] - (m->accuser[0] ? 0 : 1));
     char inc[24];
     snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
     const char *fields[] = {"member", m->name, rd_status_name(m->status), addr, inc};

@@ -48,7 +48,7 @@ echo "replicas of user:42: $("$RINGD" owner user:42 -n 3 --socket "$dir/node-1.s
 echo "any Redis client works: redis-cli -s node-0.sock OWNER user:42 -> $(redis-cli -s "$dir/node-0.sock" OWNER user:42)"
 
 say "crash: SIGKILL node-3; the others detect it (suspect, then dead) and rebuild the ring"
-kill -KILL "${pids[3]}"
+kill -KILL "${pids[3]}"; wait "${pids[3]}" 2>/dev/null || true
 for _ in $(seq 200); do
   "$RINGD" info --socket "$dir/node-0.sock" | tr -d '\r' | grep -q '^members_dead:1' && break; sleep 0.1
 done
