@@ -29,7 +29,7 @@
 #include "rand.h"
 
 /** Queued control messages awaiting rd_swim_poll_send(). */
-#define OUT_QUEUE_MAX 1024
+#define OUT_QUEUE_MAX 256
 /** Indirect probes we relay for others at once. */
 #define RELAYS_MAX 64
 /** Full-state exchanges queued at once. */
@@ -470,8 +470,11 @@ static void queue_sync(struct rd_swim *s, const struct rd_addr *to)
 
 static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t now_ms)
 {
-    if (s->members[i].status != status)
+    if (s->members[i].status != status) {
         s->meta[i].changed_ms = now_ms;
+        if (!in_ring(status))
+            s->next_reap_ms = min_u64(s->next_reap_ms, now_ms + s->cfg.tombstone_ms);
+    }
     tally(s, &s->members[i], -1);
     s->members[i].status = status;
     tally(s, &s->members[i], 1);
@@ -552,6 +555,8 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
     bool found;
     s->index[index_slot(s, r->name, &found)] = i + 1;
     tally(s, r, 1);
+    if (!in_ring(r->status))
+        s->next_reap_ms = min_u64(s->next_reap_ms, now_ms + s->cfg.tombstone_ms);
     probe_order_insert(s, i);
     return (int)i;
 }
@@ -1017,15 +1022,20 @@ static void run_reconnect(struct rd_swim *s, uint64_t now_ms)
             queue_sync(s, &s->seeds[k]);
 }
 
+/* Forgets tombstones past their time; wakes up again when the next one expires. */
 static void run_reaper(struct rd_swim *s, uint64_t now_ms)
 {
-    s->next_reap_ms = now_ms + 1000;
+    s->next_reap_ms = UINT64_MAX;
     for (uint32_t i = 1; i < s->count;) {
         uint8_t st = s->members[i].status;
-        if ((st == RD_DEAD || st == RD_LEFT) && now_ms - s->meta[i].changed_ms >= s->cfg.tombstone_ms)
+        uint64_t expiry = s->meta[i].changed_ms + s->cfg.tombstone_ms;
+        if ((st == RD_DEAD || st == RD_LEFT) && now_ms >= expiry) {
             remove_member(s, i); /* slot i now holds another entry: look again */
-        else
-            i++;
+            continue;
+        }
+        if (st == RD_DEAD || st == RD_LEFT)
+            s->next_reap_ms = min_u64(s->next_reap_ms, expiry);
+        i++;
     }
 }
 
@@ -1056,7 +1066,8 @@ void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
 
 uint64_t rd_swim_next_tick(const struct rd_swim *s)
 {
-    uint64_t t = min_u64(s->next_gossip_ms, s->next_reap_ms);
+    /* an idle agent wakes for its probes only: gossip rounds run while news is queued */
+    uint64_t t = s->npending ? min_u64(s->next_gossip_ms, s->next_reap_ms) : s->next_reap_ms;
     t = min_u64(t, s->join_next_ms);
     if (!s->leaving) {
         t = min_u64(t, s->next_sync_ms);
@@ -1279,7 +1290,7 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->next_probe_ms = now_ms + rd_rand_below(&s->rng, cfg->probe_interval_ms);
     s->next_gossip_ms = now_ms + cfg->gossip_interval_ms;
     s->next_sync_ms = now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
-    s->next_reap_ms = now_ms + 1000;
+    s->next_reap_ms = UINT64_MAX;
     s->next_reconnect_ms = now_ms + cfg->reconnect_interval_ms;
     s->start_incarnation = self->incarnation;
     return s;

@@ -292,6 +292,30 @@ static void test_thousand_members_join_from_one_seed_in_log_rounds(void **state)
     sim_delete(sim);
 }
 
+static void test_tombstones_are_reaped_after_their_time(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    cfg.tombstone_ms = 60000;
+    struct sim *sim = sim_new(5, test_seed(67), &cfg);
+    sim_start_all(sim, 0, 10);
+    converge(sim, 5, 5000);
+    sim_crash(sim, 4);
+    struct seen dead = {4, RD_DEAD};
+    assert_true(sim_run_until_pred(sim, all_see, &dead, 100, 60000) != UINT64_MAX);
+    assert_int_equal(rd_swim_member_count(sim_swim(sim, 0)), 5);
+    /* kept long enough that late rumours cannot resurrect it, then forgotten */
+    sim_run(sim, 30000);
+    assert_non_null(rd_swim_find(sim_swim(sim, 0), "m4"));
+    sim_run(sim, 40000);
+    for (size_t i = 0; i < 4; i++) {
+        assert_null(rd_swim_find(sim_swim(sim, i), "m4"));
+        assert_int_equal(rd_swim_member_count(sim_swim(sim, i)), 4);
+    }
+    assert_true(sim_converged(sim, 4));
+    sim_delete(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_frozen_member_is_declared_dead_then_refutes_after_thaw),
         cmocka_unit_test(test_half_and_half_partition_heals_within_seconds),
         cmocka_unit_test(test_thousand_members_join_from_one_seed_in_log_rounds),
+        cmocka_unit_test(test_tombstones_are_reaped_after_their_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
