@@ -61,3 +61,24 @@ finish() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]
 }
+
+now_ms() { date +%s%3N; }
+
+# log_ms NAME REGEX: the time (ms since the epoch) of the first line of NAME's log matching
+# REGEX, from the line's own ts= field, so that timings do not depend on how fast the test
+# could poll. Empty if no line matches.
+log_ms() {
+  ts=$(grep -m1 -E "$2" "$DIR/$1.log" | sed -n 's/^ts=\([^ ]*\) .*/\1/p')
+  [ -n "$ts" ] && date -d "$ts" +%s%3N
+}
+
+# last_log_ms REGEX NAMES...: the latest, over the agents named, of log_ms; empty if any
+# agent has no matching line.
+last_log_ms() {
+  re=$1; shift; latest=0
+  for n in "$@"; do
+    t=$(log_ms "$n" "$re"); [ -n "$t" ] || return 1
+    [ "$t" -gt "$latest" ] && latest=$t
+  done
+  echo "$latest"
+}
