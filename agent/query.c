@@ -57,11 +57,20 @@
 #define RD_QUERY_OWNERS_MAX 1000000u
 /** Pending connections the kernel may queue before we accept them. */
 #define RD_QUERY_BACKLOG 511
+/*
+ * A connection with this many reply bytes unsent stops being read (and its buffered
+ * requests stop being answered) until its client has taken them: one client pipelining
+ * large replies cannot hold the loop, and a client that stops reading holds at most this
+ * plus one reply, instead of growing towards RD_QUERY_MAX_OUTPUT.
+ */
+#define RD_QUERY_PAUSE_BYTES (256u * 1024u)
+
 /** Longest command name echoed back in "unknown command" errors. */
 #define RD_QUERY_ECHO_MAX 64
 
 _Static_assert(RD_QUERY_MAX_WATCH_BACKLOG <= RD_QUERY_MAX_OUTPUT,
                "a watcher's backlog is part of its output");
+_Static_assert(RD_QUERY_PAUSE_BYTES < RD_QUERY_MAX_OUTPUT, "pausing comes before cutting off");
 _Static_assert(RD_RESP_MAX_REQUEST <= RD_QUERY_MAX_OUTPUT,
                "a client may have a whole request's worth of replies unread");
 
@@ -84,6 +93,7 @@ struct qconn {
     bool watching;             /* sent WATCH */
     bool closing;              /* uv_close was called */
     bool draining;             /* answer what is queued, then close; read no more */
+    bool paused;               /* RD_QUERY_PAUSE_BYTES unsent: reading stopped */
     bool failed;               /* a reply could not be buffered: the stream is broken */
 };
 
@@ -104,6 +114,9 @@ struct rd_query {
     dev_t dev;  /* identity of that file, so close only removes ours */
     ino_t ino;
     struct rd_buf scratch;           /* INFO text; an event being encoded */
+    /* Reads land here when a connection has no partial request buffered, and only the
+     * unanswered tail is copied to the connection: an idle connection holds no buffer. */
+    char shared_in[RD_QUERY_READ_CHUNK];
     uint32_t owners[RD_MAX_MEMBERS]; /* OWNERS result, reused */
 };
 
@@ -154,6 +167,10 @@ static void conn_close(struct qconn *c)
 /* ============================================================ output */
 
 static void conn_flush(struct qconn *c);
+static void conn_parse(struct qconn *c);
+static size_t conn_backlog(const struct qconn *c);
+static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
+static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 
 static void conn_written(uv_write_t *w, int status)
 {
@@ -168,6 +185,15 @@ static void conn_written(uv_write_t *w, int status)
         return;
     }
     conn_flush(c);
+    if (c->paused && !c->closing && conn_backlog(c) < RD_QUERY_PAUSE_BYTES) {
+        /* the client took its replies: answer what it sent meanwhile, and read again */
+        c->paused = false;
+        if (!c->draining && uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
+            conn_close(c);
+            return;
+        }
+        conn_parse(c);
+    }
     if (c->leave_at != 0 && c->written >= c->leave_at && !c->q->closing) {
         /* The +OK is out; now leave. This may publish events, which is safe: every
          * connection's state is consistent here. */
@@ -461,6 +487,10 @@ static void dispatch(struct qconn *c, const struct rd_resp_request *r)
 static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct qconn *c = h->data;
+    if (c->in.len == 0) {
+        *b = uv_buf_init(c->q->shared_in, sizeof c->q->shared_in);
+        return;
+    }
     if (rd_buf_reserve(&c->in, RD_QUERY_READ_CHUNK) < 0) {
         *b = uv_buf_init(NULL, 0); /* the read callback gets UV_ENOBUFS */
         return;
@@ -482,6 +512,11 @@ static void conn_parse(struct qconn *c)
     size_t off = 0;
     c->in_batch = true;
     while (!c->closing && !c->draining && !c->failed) {
+        if (conn_backlog(c) >= RD_QUERY_PAUSE_BYTES) {
+            c->paused = true; /* resumed by conn_written */
+            uv_read_stop((uv_stream_t *)&c->pipe);
+            break;
+        }
         struct rd_resp_request req;
         const char *reason = NULL;
         int rc = rd_resp_parse(&c->parser, c->in.data + off, c->in.len - off, &req, &reason);
@@ -518,7 +553,7 @@ static void conn_parse(struct qconn *c)
         return;
     }
     rd_buf_consume(&c->in, off);
-    if (c->in.len == 0 && c->in.cap > RD_QUERY_BUF_KEEP) rd_buf_free(&c->in);
+    if (c->in.len == 0 && c->in.data != c->q->shared_in) rd_buf_free(&c->in);
     conn_flush(c);
 }
 
@@ -538,8 +573,18 @@ static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         return;
     }
     if (n == 0) return; /* EAGAIN */
-    c->in.len += (size_t)n;
+    if (b->base != c->q->shared_in) {
+        c->in.len += (size_t)n;
+        conn_parse(c);
+        return;
+    }
+    /* Answer straight from the shared buffer; keep only the unanswered tail. */
+    c->in = (struct rd_buf){.data = b->base, .len = (size_t)n, .cap = sizeof c->q->shared_in};
     conn_parse(c);
+    struct rd_buf tail = c->in;
+    rd_buf_init(&c->in);
+    if (!c->closing && tail.len > 0 && rd_buf_append(&c->in, tail.data, tail.len) < 0)
+        conn_close(c);
 }
 
 static void on_connection(uv_stream_t *server, int status)
