@@ -593,7 +593,8 @@ int rd_agent_info(struct rd_agent *a, struct rd_buf *out)
                      "health:%u\r\njoined:%d\r\n"
                      "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
                      "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
-                     "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_malformed:%" PRIu64 "\r\n",
+                     "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
+                     "syncs_malformed:%" PRIu64 "\r\n",
                      me->name, addr, rd_status_name(me->status), me->incarnation,
                      (now_ms() - a->start_ms) / 1000, counts[RD_ALIVE], counts[RD_SUSPECT],
                      counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(a->swim), a->ring_version,
@@ -602,7 +603,7 @@ int rd_agent_info(struct rd_agent *a, struct rd_buf *out)
                      a->cfg.weight % RD_WEIGHT_ONE, rd_swim_health(a->swim),
                      rd_swim_joined(a->swim), st->packets_in, st->packets_out, a->malformed_packets,
                      st->probes, st->probes_failed, st->refutes, st->syncs_in, st->syncs_out,
-                     a->malformed_syncs);
+                     st->syncs_failed, a->malformed_syncs);
     return rd_buf_append(out, text, n > 0 ? (size_t)n : 0);
 }
 

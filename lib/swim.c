@@ -13,6 +13,11 @@
  *   - Dissemination: every accepted change is queued for retransmit_mult*ceil(log10(N+1))
  *     sends; packets take queued records round-robin until the byte budget is reached, so
  *     every piece of news gets its turn. One record per member: newer news replaces older.
+ *   - The membership checksum and the live/suspect counts are running tallies, updated
+ *     in O(1) on every change, since probes carry the checksum and timeouts need N.
+ *   - Healing: a namesake at another address is probed by name and the younger stops;
+ *     members sync with a random dead member's address now and then (and with the seeds
+ *     while in a minority), so the halves of a healed partition find each other.
  *   - Outputs are queues drained by the caller (packets, syncs, events); nothing here
  *     blocks, allocates per packet, or reads a clock.
  */
@@ -1165,7 +1170,10 @@ bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packe
 
 void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to)
 {
-    (void)s, (void)now_ms, (void)to; /* join retries and periodic syncs cover it */
+    /* Only counted: join retries, periodic syncs and reconnects already try again, and a
+     * failure says nothing a probe would not say better about the peer's health. */
+    (void)now_ms, (void)to;
+    s->stats.syncs_failed++;
 }
 
 void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)

@@ -65,7 +65,7 @@ struct rd_swim_stats {
     uint64_t packets_in, packets_out;
     uint64_t probes, probes_failed, indirect_probes;
     uint64_t refutes;              /**< times we raised our incarnation to refute */
-    uint64_t syncs_in, syncs_out;
+    uint64_t syncs_in, syncs_out, syncs_failed;
     uint64_t events_dropped;       /**< events lost because nobody drained the queue */
 };
 
@@ -112,7 +112,7 @@ void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt)
  * true if the peer asked for our state in return (then send rd_swim_sync_state()).
  */
 bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packet *pkt);
-/** The exchange towards `to` failed (connect or read error, timeout). */
+/** The exchange towards `to` failed (connect or read error, timeout); counted in stats. */
 void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to);
 
 /** Starts joining through the seeds: syncs with them, retrying with backoff until one answers. */
