@@ -926,7 +926,18 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
     }
     if (!s->joined)
         s->joined = true;
-    merge_all(s, pkt, now_ms, false);
+    int sender = find_entry(s, pkt->from);
+    if (sender > 0 && !in_ring(s->members[sender].status)) {
+        /* From a member we hold dead (or left): a datagram proves only that it can send.
+         * A host that cannot hear suspects everyone; believing it would make the healthy
+         * members flap. Take only what it says about itself (a refutation); a full sync,
+         * which needs both directions, is how it rejoins. */
+        for (size_t k = 0; k < pkt->nmembers; k++)
+            if (strcmp(pkt->members[k].name, pkt->from) == 0 && rd_member_valid(&pkt->members[k]))
+                merge(s, &pkt->members[k], now_ms, false, pkt->from);
+    } else {
+        merge_all(s, pkt, now_ms, false);
+    }
     for (size_t k = 0; k < pkt->nmsgs && k < RD_PACKET_MAX_MSGS; k++)
         handle_msg(s, now_ms, from, pkt->from, &pkt->msgs[k]);
 }

@@ -54,7 +54,10 @@ struct sim {
     struct delivery *heap;
     size_t heap_len, heap_cap;
     uint64_t *events; /* n*4 counts: events about member i reaching status s */
+    uint64_t *seen;   /* n counts: events member i saw (about anyone) */
     uint64_t false_deaths, packets_sent;
+    uint64_t *false_deaths_about; /* n: false "dead" events about member i (measurement only) */
+    uint64_t bytes_sent, syncs, sync_bytes; /* measurement only: never read by the sim */
     char *buf;        /* encode buffer, big enough for a full sync */
     size_t buf_cap;
     struct rd_member *decoded;
@@ -183,11 +186,12 @@ static void do_sync(struct sim *sim, size_t i, const struct rd_addr *to)
     struct simm *b = &sim->m[j];
     struct rd_packet pkt, in;
     rd_swim_sync_state(a->swim, RD_SYNC_REPLY, &pkt);
-    roundtrip(sim, &pkt, &in);
+    sim->syncs++;
+    sim->sync_bytes += roundtrip(sim, &pkt, &in);
     bool reply = rd_swim_sync_recv(b->swim, sim->now, &in);
     if (reply) {
         rd_swim_sync_state(b->swim, 0, &pkt);
-        roundtrip(sim, &pkt, &in);
+        sim->sync_bytes += roundtrip(sim, &pkt, &in);
         rd_swim_sync_recv(a->swim, sim->now, &in);
     }
     mark_drain(sim, (size_t)j);
@@ -199,9 +203,11 @@ static void count_event(struct sim *sim, size_t viewer, const struct rd_swim_eve
     if (about < 0 || ev->member.status > RD_LEFT)
         return;
     sim->events[(size_t)about * 4 + ev->member.status]++;
+    sim->seen[viewer]++;
     const struct simm *m = &sim->m[about];
     if (ev->member.status == RD_DEAD && m->state == SIM_UP && !m->leaving) {
         sim->false_deaths++;
+        sim->false_deaths_about[about]++;
         if (getenv("RINGD_SIM_DEBUG"))
             fprintf(stderr, "sim %llu: %s declares %s dead at incarnation %llu (its own: %llu, accuser %s)\n",
                     (unsigned long long)sim->now, sim->m[viewer].name, ev->member.name,
@@ -225,6 +231,7 @@ static void drain_one(struct sim *sim, size_t i)
             abort();
         }
         sim->packets_sent++;
+        sim->bytes_sent += len;
         int j = member_of_addr(sim, &to);
         if (j < 0 || !link_up(sim, i, (size_t)j))
             continue;
@@ -295,11 +302,15 @@ struct sim *sim_new(size_t n, uint64_t seed, const struct rd_swim_config *cfg)
     sim->loss = calloc(n * n, sizeof *sim->loss);
     sim->cut = calloc(n * n, sizeof *sim->cut);
     sim->events = calloc(n * 4, sizeof *sim->events);
+    sim->seen = calloc(n, sizeof *sim->seen);
+    if (!sim->seen)
+        abort();
+    sim->false_deaths_about = calloc(n, sizeof *sim->false_deaths_about);
     sim->drain = calloc(n + 1, sizeof *sim->drain);
     sim->buf_cap = RD_WIRE_FRAME_MAX;
     sim->buf = malloc(sim->buf_cap);
     sim->decoded = malloc(RD_MAX_MEMBERS * sizeof *sim->decoded);
-    if (!sim->m || !sim->loss || !sim->cut || !sim->events || !sim->drain || !sim->buf ||
+    if (!sim->m || !sim->loss || !sim->cut || !sim->events || !sim->false_deaths_about || !sim->drain || !sim->buf ||
         !sim->decoded)
         abort();
     for (size_t i = 0; i < n; i++) {
@@ -332,6 +343,8 @@ void sim_delete(struct sim *sim)
     free(sim->loss);
     free(sim->cut);
     free(sim->events);
+    free(sim->seen);
+    free(sim->false_deaths_about);
     free(sim->drain);
     free(sim->buf);
     free(sim->decoded);
@@ -567,4 +580,29 @@ uint64_t sim_false_deaths(const struct sim *sim)
 uint64_t sim_packets_sent(const struct sim *sim)
 {
     return sim->packets_sent;
+}
+
+uint64_t sim_false_deaths_about(const struct sim *sim, size_t about)
+{
+    return sim->false_deaths_about[about];
+}
+
+uint64_t sim_bytes_sent(const struct sim *sim)
+{
+    return sim->bytes_sent;
+}
+
+uint64_t sim_syncs(const struct sim *sim)
+{
+    return sim->syncs;
+}
+
+uint64_t sim_sync_bytes(const struct sim *sim)
+{
+    return sim->sync_bytes;
+}
+
+uint64_t sim_events_seen(const struct sim *sim, size_t viewer)
+{
+    return sim->seen[viewer];
 }

@@ -80,9 +80,24 @@ bool sim_all_see(struct sim *sim, size_t about, int status);
 bool sim_converged(struct sim *sim, size_t alive);
 /** Times any member saw `about` become `status` (events), counted over the whole run. */
 uint64_t sim_event_count(const struct sim *sim, size_t about, int status);
+/** Membership events (about anyone) that member `viewer` saw, over the whole run. */
+uint64_t sim_events_seen(const struct sim *sim, size_t viewer);
 /** All "dead" events about members that were up (not crashed, frozen or gone) at the time. */
 uint64_t sim_false_deaths(const struct sim *sim);
 /** Packets sent and delivered, over the run. */
 uint64_t sim_packets_sent(const struct sim *sim);
+
+/*
+ * Measurement counters (for tests/sim/sweep.c). They only count: nothing in the
+ * simulation reads them, so adding them changed no run.
+ */
+/** False "dead" events (as in sim_false_deaths) about member `about`, over the run. */
+uint64_t sim_false_deaths_about(const struct sim *sim, size_t about);
+/** Encoded bytes of the UDP packets counted by sim_packets_sent, over the run. */
+uint64_t sim_bytes_sent(const struct sim *sim);
+/** Full-state exchanges that reached their peer (as TCP would), over the run. */
+uint64_t sim_syncs(const struct sim *sim);
+/** Encoded bytes of those exchanges, both directions, over the run. */
+uint64_t sim_sync_bytes(const struct sim *sim);
 
 #endif

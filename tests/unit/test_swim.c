@@ -316,6 +316,34 @@ static void test_tombstones_are_reaped_after_their_time(void **state)
     sim_delete(sim);
 }
 
+/* Membership events seen by every member but `except`. */
+static uint64_t churn_except(struct sim *sim, size_t except)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < sim_size(sim); i++)
+        if (i != except)
+            n += sim_events_seen(sim, i);
+    return n;
+}
+
+static void test_deaf_member_is_declared_dead_and_the_rest_stay_calm(void **state)
+{
+    struct sim *sim = cluster(12, 71);
+    converge(sim, 12, 5000);
+    /* member 11 can send but hears nothing: it will suspect everyone */
+    sim_set_cut(sim, SIZE_MAX, 11, true);
+    sim_run(sim, 40000);
+    assert_true(sim_all_see(sim, 11, RD_DEAD));
+    uint64_t before = churn_except(sim, 11);
+    sim_run(sim, 20000);
+    printf("# deaf member: the others saw %llu membership events in the last 20 s\n",
+           (unsigned long long)(churn_except(sim, 11) - before));
+    assert_int_equal(churn_except(sim, 11), before);
+    sim_set_cut(sim, SIZE_MAX, 11, false);
+    converge(sim, 12, 20000);
+    sim_delete(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_half_and_half_partition_heals_within_seconds),
         cmocka_unit_test(test_thousand_members_join_from_one_seed_in_log_rounds),
         cmocka_unit_test(test_tombstones_are_reaped_after_their_time),
+        cmocka_unit_test(test_deaf_member_is_declared_dead_and_the_rest_stay_calm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
