@@ -16,8 +16,30 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A block of free loopback ports for this run (UDP and TCP both): base chosen by PID.
-PORT0=$(( 20000 + ($$ % 2000) * 10 ))
+# A block of 32 loopback ports free for both UDP and TCP, below the ephemeral range
+# (32768 and up) so that no outgoing connection can take one mid-test; the search starts
+# at a place chosen by PID.
+PORT0=$(python3 - "$$" <<'PY'
+import socket, sys
+start = int(sys.argv[1]) % 370
+def free(p):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+for k in range(370):
+    base = 20000 + 32 * ((start + k) % 370)
+    if all(free(base + i) for i in range(32)):
+        print(base)
+        break
+PY
+)
+[ -n "$PORT0" ] || { echo "no block of 32 free loopback ports"; exit 1; }
 
 # start NAME PORT [extra agent flags...]: runs an agent in the background, logs to $DIR/NAME.log
 start() {
