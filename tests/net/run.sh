@@ -46,6 +46,11 @@ if ! ip netns add "${P}probe" 2>/dev/null; then
   echo "SKIPPED: this environment cannot create network namespaces (ip netns add failed)"
   exit 77
 fi
+if ! ip netns exec "${P}probe" true 2>/dev/null; then
+  ip netns del "${P}probe" 2>/dev/null
+  echo "SKIPPED: this environment cannot enter network namespaces (ip netns exec failed)"
+  exit 77
+fi
 ip netns del "${P}probe"
 if ! net_up $N; then fail "could not create the $N hosts"; finish; exit 1; fi
 log "$N hosts on $NET.0/24 (namespaces $P*), logs in $DIR; load average $(load) ($(nproc) cores)"
