@@ -4,18 +4,25 @@
  * One connection is a pipe handle, an input buffer with its incremental RESP parser, and
  * two output buffers:
  *
- *     read ──► in ──► rd_resp_parse ──► dispatch ──► pend ──┐ swap when idle
- *                     (every complete request of the read)  ▼
+ *     read ──► in ──► rd_resp_parse ──► dispatch ──► pend ─┐ end of the loop turn:
+ *                     (every complete request of the read)    ▼ write(2) straight away
+ *                                                 what the kernel did not take: swap
  *                                                          out ──► uv_write (one in flight)
  *
- * Every reply a read produces is appended to `pend`; once the read has been parsed, `pend`
- * and `out` swap and `out` goes out in one uv_write. While that write is in flight,
- * further replies and pushed events pile up in `pend` and leave together when it
- * completes. So a pipelined batch costs one write, there is never more than one write in
- * flight, and in steady state nothing is allocated per request: the buffers keep their
- * capacity and the parser keeps its argument array. A client that stops reading is cut
- * off once its unsent bytes pass RD_QUERY_MAX_OUTPUT (RD_QUERY_MAX_WATCH_BACKLOG for a
- * watcher), which bounds the memory any client can make us hold.
+ * Every reply a read produces is appended to `pend`, and the connection is marked dirty.
+ * When the loop turn has run all its I/O callbacks, a check handle writes each dirty
+ * connection's `pend` to its socket, which normally takes it all: as in Redis, every
+ * connection readable in one turn is answered before any reply goes out, so a client
+ * driving many connections wakes once per burst of replies, not once per reply (measured:
+ * more requests/s at -c 50, and fewer system calls than going through uv_write, whose
+ * completion costs an epoll_ctl). A remainder swaps into `out` and goes out in one
+ * uv_write; while it is in flight, further replies and pushed events pile up in `pend`
+ * and leave together when it completes. So a turn costs one write per connection, never
+ * more than one write is in flight, bytes never overtake each other, and in steady state
+ * nothing is allocated per request: the buffers keep their capacity and the parser keeps
+ * its argument array. A client that stops reading is cut off once its unsent bytes pass
+ * RD_QUERY_MAX_OUTPUT (RD_QUERY_MAX_WATCH_BACKLOG for a watcher), which bounds the
+ * memory any client can make us hold.
  *
  * Lifetimes: a connection is freed only in its uv_close callback, after libuv has
  * cancelled its pending write, so no callback ever sees freed memory. The server object
@@ -23,8 +30,8 @@
  * happens on the loop run that follows rd_query_close().
  *
  * Re-entrancy: JOIN and LEAVE call into the agent, which may publish events from inside
- * that call. Publishing only appends to watchers' `pend`; a connection in the middle of
- * its own batch is flushed when the batch ends, so the one-write-per-read rule holds.
+ * that call. Publishing only appends to watchers' `pend` and marks them dirty, so no
+ * write ever happens in the middle of a batch.
  */
 #include "query.h"
 
@@ -85,11 +92,12 @@ struct qconn {
     struct rd_buf out;         /* the bytes of the write in flight */
     struct rd_buf pend;        /* replies and events queued behind it */
     struct qconn *prev, *next; /* q->conns, every connection that counts */
+    struct qconn *dirty_next;  /* q->dirty, while `dirty` */
     uint64_t written;          /* bytes ever confirmed written */
     uint64_t leave_at;         /* LEAVE: leave once `written` reaches this (0: no) */
     bool listed;               /* in q->conns (false: rejected at the limit) */
     bool writing;              /* a uv_write is in flight */
-    bool in_batch;             /* its read is being dispatched: flush at the end */
+    bool dirty;                /* has output to send at the end of this loop turn */
     bool watching;             /* sent WATCH */
     bool closing;              /* uv_close was called */
     bool draining;             /* answer what is queued, then close; read no more */
@@ -101,9 +109,11 @@ struct rd_query {
     uv_loop_t *loop;
     struct rd_agent *agent;
     uv_pipe_t listener;
-    bool listening; /* listener initialised and not closed yet */
-    bool closing;   /* rd_query_close was called: no more agent calls */
-    size_t handles; /* open handles (listener + connections) */
+    uv_check_t flusher;  /* after each turn's I/O callbacks: sends q->dirty's output */
+    bool listening;      /* listener and flusher initialised and not closed yet */
+    bool closing;        /* rd_query_close was called: no more agent calls */
+    size_t handles;      /* open handles (listener, flusher, connections) */
+    struct qconn *dirty; /* connections with output to send this turn */
     size_t nconns, nwatchers;
     uint64_t rejected;      /* connections refused at RD_QUERY_MAX_CONNS */
     uint64_t cut_off;       /* connections closed for unread output */
@@ -113,7 +123,7 @@ struct rd_query {
     bool bound; /* we created the file at path */
     dev_t dev;  /* identity of that file, so close only removes ours */
     ino_t ino;
-    struct rd_buf scratch;           /* INFO text; an event being encoded */
+    struct rd_buf scratch; /* INFO text; an event being encoded */
     /* Reads land here when a connection has no partial request buffered, and only the
      * unanswered tail is copied to the connection: an idle connection holds no buffer. */
     char shared_in[RD_QUERY_READ_CHUNK];
@@ -141,6 +151,12 @@ static void conn_closed(uv_handle_t *h)
         if (c->next) c->next->prev = c->prev;
         q->nconns--;
     }
+    if (c->dirty) /* only when the flusher was closed before it ran */
+        for (struct qconn **p = &q->dirty; *p; p = &(*p)->dirty_next)
+            if (*p == c) {
+                *p = c->dirty_next;
+                break;
+            }
     bool leave = c->leave_at != 0;
     rd_buf_free(&c->in);
     rd_buf_free(&c->out);
@@ -167,10 +183,31 @@ static void conn_close(struct qconn *c)
 /* ============================================================ output */
 
 static void conn_flush(struct qconn *c);
+static void conn_send(struct qconn *c);
 static void conn_parse(struct qconn *c);
 static size_t conn_backlog(const struct qconn *c);
 static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
+
+/* Everything queued so far has left: a reader paused for backpressure resumes (and
+ * answers what it sent meanwhile), and a LEAVE whose +OK is now out is carried out. */
+static void conn_sent(struct qconn *c)
+{
+    if (c->paused && !c->closing && !c->q->closing && conn_backlog(c) < RD_QUERY_PAUSE_BYTES) {
+        c->paused = false;
+        if (!c->draining && uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
+            conn_close(c);
+            return;
+        }
+        conn_parse(c);
+    }
+    if (c->leave_at != 0 && c->written >= c->leave_at && !c->q->closing) {
+        /* This may publish events, which is safe: every connection's state is
+         * consistent here. */
+        c->leave_at = 0;
+        rd_agent_leave(c->q->agent);
+    }
+}
 
 static void conn_written(uv_write_t *w, int status)
 {
@@ -185,35 +222,59 @@ static void conn_written(uv_write_t *w, int status)
         return;
     }
     conn_flush(c);
-    if (c->paused && !c->closing && conn_backlog(c) < RD_QUERY_PAUSE_BYTES) {
-        /* the client took its replies: answer what it sent meanwhile, and read again */
-        c->paused = false;
-        if (!c->draining && uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
-            conn_close(c);
-            return;
-        }
-        conn_parse(c);
-    }
-    if (c->leave_at != 0 && c->written >= c->leave_at && !c->q->closing) {
-        /* The +OK is out; now leave. This may publish events, which is safe: every
-         * connection's state is consistent here. */
-        c->leave_at = 0;
-        rd_agent_leave(c->q->agent);
+    conn_sent(c);
+}
+
+/* Marks a connection as having output, sent by flush_dirty at the end of this turn. */
+static void conn_flush(struct qconn *c)
+{
+    if (c->dirty || c->closing) return;
+    c->dirty = true;
+    c->dirty_next = c->q->dirty;
+    c->q->dirty = c;
+}
+
+static void flush_dirty(uv_check_t *h)
+{
+    struct rd_query *q = h->data;
+    struct qconn *c;
+    while ((c = q->dirty) != NULL) { /* conn_send may mark more: they go this turn too */
+        q->dirty = c->dirty_next;
+        c->dirty = false;
+        conn_send(c);
     }
 }
 
-/* Starts a write of everything queued, unless one is in flight or the batch is open. */
-static void conn_flush(struct qconn *c)
+/* Sends everything queued unless a write is in flight: straight to the socket, and only
+ * what it did not take through uv_write. */
+static void conn_send(struct qconn *c)
 {
-    if (c->closing || c->writing || c->in_batch) return;
+    if (c->closing || c->writing) return;
     if (c->pend.len == 0) {
         if (c->draining) conn_close(c);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(c->pend.data, (unsigned)c->pend.len);
+    int n = uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
+    if (n < 0 && n != UV_EAGAIN) {
+        c->pend.len = 0;
+        conn_close(c); /* EPIPE and friends: the client is gone */
+        return;
+    }
+    if (n > 0) {
+        c->written += (uint64_t)n;
+        rd_buf_consume(&c->pend, (size_t)n);
+    }
+    if (c->pend.len == 0) {
+        if (c->pend.cap > RD_QUERY_BUF_KEEP) rd_buf_free(&c->pend);
+        if (c->draining) conn_close(c);
+        conn_sent(c);
         return;
     }
     struct rd_buf t = c->out; /* empty: no write in flight */
     c->out = c->pend;
     c->pend = t;
-    uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+    b = uv_buf_init(c->out.data, (unsigned)c->out.len);
     c->wreq.data = c;
     int rc = uv_write(&c->wreq, (uv_stream_t *)&c->pipe, &b, 1, conn_written);
     if (rc < 0) {
@@ -446,7 +507,7 @@ static void cmd_leave(struct qconn *c, const struct rd_resp_request *r)
         return;
     }
     conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
-    /* Leave once the +OK is written (conn_written), so the client sees it before the
+    /* Leave once the +OK is written (conn_sent), so the client sees it before the
      * agent goes away; or when the client disconnects first (conn_closed). */
     c->leave_at = c->written + conn_backlog(c);
 }
@@ -510,10 +571,9 @@ static void conn_parse(struct qconn *c)
 {
     struct rd_query *q = c->q;
     size_t off = 0;
-    c->in_batch = true;
     while (!c->closing && !c->draining && !c->failed) {
         if (conn_backlog(c) >= RD_QUERY_PAUSE_BYTES) {
-            c->paused = true; /* resumed by conn_written */
+            c->paused = true; /* resumed by conn_sent */
             uv_read_stop((uv_stream_t *)&c->pipe);
             break;
         }
@@ -545,7 +605,6 @@ static void conn_parse(struct qconn *c)
         if (req.argc > 0) dispatch(c, &req);
         off += req.consumed;
     }
-    c->in_batch = false;
     if (c->closing) return;
     if (c->failed) {
         rd_logf(RD_LOG_WARN, "query client dropped", RD_FSTR("reason", "out of memory"));
@@ -736,7 +795,8 @@ static int clear_stale(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static void listener_closed(uv_handle_t *h)
+/* Close callback of the listener and the flusher. */
+static void server_handle_closed(uv_handle_t *h)
 {
     struct rd_query *q = h->data;
     q->handles--;
@@ -778,8 +838,12 @@ int rd_query_start(uv_loop_t *loop, struct rd_agent *agent, const char *path, un
         goto fail_free;
     }
     q->listener.data = q;
+    uv_check_init(loop, &q->flusher);
+    q->flusher.data = q;
+    uv_check_start(&q->flusher, flush_dirty);
+    uv_unref((uv_handle_t *)&q->flusher); /* it alone does not keep the loop running */
     q->listening = true;
-    q->handles = 1;
+    q->handles = 2;
     /* Bind under a umask that already gives the final mode, so the socket is never
      * reachable with wider permissions; chmod after, since a umask can only remove bits. */
     mode_t old = umask((mode_t)(~mode & 0777));
@@ -815,7 +879,8 @@ fail_close:
     remove_socket(q);
     q->closing = true;
     q->listening = false;
-    uv_close((uv_handle_t *)&q->listener, listener_closed);
+    uv_close((uv_handle_t *)&q->listener, server_handle_closed);
+    uv_close((uv_handle_t *)&q->flusher, server_handle_closed);
     return -1;
 fail_free:
     rd_buf_free(&q->scratch);
@@ -828,8 +893,10 @@ void rd_query_close(struct rd_query *q)
     if (!q || q->closing) return;
     q->closing = true;
     if (q->listening) {
+        flush_dirty(&q->flusher); /* events published just before we stop */
         q->listening = false;
-        uv_close((uv_handle_t *)&q->listener, listener_closed);
+        uv_close((uv_handle_t *)&q->listener, server_handle_closed);
+        uv_close((uv_handle_t *)&q->flusher, server_handle_closed);
     }
     for (struct qconn *c = q->conns; c; c = c->next)
         conn_close(c);
