@@ -14,6 +14,7 @@
 # the report and for "member dead" counts.
 
 RINGD=${RINGD:?path to the ringd binary}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RINGD=$(readlink -f "$RINGD")
 NET=${NET:-10.213.0}            # test-only /24, exists only inside the namespaces made here
 PORT=7946
@@ -34,7 +35,8 @@ REPORT="$DIR/report.tsv"        # scenario \t result \t agreement \t false death
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 T0=$(now_ms)
 secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }
-log() { printf '# [%6ss] %s\n' "$(secs $(( $(now_ms) - T0 )))" "$*"; }
+# log: "# [seconds into the run, UTC wall clock as in the agents' logs] message"
+log() { printf '# [%6ss %s] %s\n' "$(secs $(( $(now_ms) - T0 )))" "$(date -u +%T.%3N)" "$*"; }
 
 cleanup() {
   set +e
@@ -185,32 +187,25 @@ heal() {
 # ------------------------------------------------------------------ observation
 
 # q I ARGS...: one command to host I's agent (bounded: a frozen agent does not hang us)
-q() { i=$1; shift; timeout 5 redis-cli -s "$(sock "$i")" "$@" 2>/dev/null; }
+# (the observer runs at the agents' priority: on a loaded machine its queries must not be
+# what is slow)
+q() { i=$1; shift; nice -n "$NICE" timeout 5 redis-cli -s "$(sock "$i")" "$@" 2>/dev/null; }
 # info I FIELD
 info() { q "$1" INFO | tr -d '\r' | sed -n "s/^$2:\(.*\)/\1/p"; }
 # view I: "alive suspect dead left ring_checksum members_checksum ring_members" as host I
 # sees it, or "down" when its socket does not answer
-view() {
-  q "$1" INFO | tr -d '\r' | awk -F: '
-    { v[$1] = $2 }
-    END { if (v["ring_checksum"] == "") print "down"
-          else print v["members_alive"], v["members_suspect"], v["members_dead"], v["members_left"],
-                    v["ring_checksum"], v["members_checksum"], v["ring_members"] }'
-}
+view() { views "$1" | cut -d' ' -f2-; }
 # status_of I MEMBER: MEMBER's status as host I sees it (empty if unknown)
 status_of() {
   q "$1" MEMBERS | tr -d '\r' | awk -v m="$2" '
     prev == "name" { cur = $0 } prev == "status" && cur == m { print; exit } { prev = $0 }'
 }
 
-# views "I...": "I <view of I>" per host, all hosts asked at once (so that one poll of the
-# cluster takes one query's time, not twelve, even on a loaded machine)
-views() {
-  vp=""
-  for i in $1; do view "$i" >"$DIR/view.$i" & vp="$vp $!"; done
-  wait $vp
-  for i in $1; do echo "$i $(cat "$DIR/view.$i")"; done
-}
+# views "I...": "I <view of I>" per host, from one process that asks every socket in turn
+# (Debian's python3 directly: a version manager's shim in PATH can cost more than the poll)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+views() { nice -n "$NICE" "$PY" "$HERE/views.py" "$DIR" $1; }
 # agreed "I...": each listed host sees $WANT alive, none suspect, and all have one ring
 # checksum and one member-list checksum
 agreed() {
@@ -256,7 +251,7 @@ keyset() {
       printf " key:%d", i }
     printf "\n" }' >"$DIR/mowner.txt"
 }
-owners() { timeout 20 redis-cli -s "$(sock "$1")" <"$DIR/mowner.txt" 2>/dev/null | tr -d '\r' >"$2"; }
+owners() { nice -n "$NICE" timeout 20 redis-cli -s "$(sock "$1")" <"$DIR/mowner.txt" 2>/dev/null | tr -d '\r' >"$2"; }
 # owners_all "I..." TAG: owners of the key set on every listed host into $DIR/owners.TAG.I;
 # true when all are complete (KEYS names, no error) and identical
 owners_all() {
