@@ -41,7 +41,7 @@
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
 #define EVENT_QUEUE_MAX 4096
-/** Distinct accusers remembered per suspicion (enough for any suspicion_mult in use). */
+/** Distinct accusers remembered per suspicion (more than suspicion_confirmations + 1). */
 #define ACCUSERS_MAX 8
 /** Seeds remembered for joining. */
 #define SEEDS_MAX 16
@@ -205,8 +205,9 @@ void rd_swim_config_default(struct rd_swim_config *cfg)
         .gossip_interval_ms = 200,
         .gossip_fanout = 3,
         .retransmit_mult = 4,
-        .suspicion_mult = 4,
-        .suspicion_max_mult = 6,
+        .suspicion_mult = 2,
+        .suspicion_max_mult = 12,
+        .suspicion_confirmations = 2,
         .sync_interval_ms = 30000,
         .join_retry_max_ms = 30000,
         .tombstone_ms = 3600000,
@@ -493,8 +494,8 @@ static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmation
     double scale = n > 10.0 ? log10(n) : 1.0;
     double min = s->cfg.suspicion_mult * scale * s->cfg.probe_interval_ms;
     double max = s->cfg.suspicion_max_mult * min;
-    /* Lifeguard: expect mult-2 independent confirmations if enough members can give them */
-    double k = (double)s->cfg.suspicion_mult - 2.0;
+    /* Lifeguard: expect k independent confirmations, if enough members can give them */
+    double k = (double)s->cfg.suspicion_confirmations;
     if (n - 2.0 < k)
         k = 0.0;
     if (k < 1.0)

@@ -26,7 +26,9 @@
 #include "member.h"
 #include "msg.h"
 
-/** Timing and fan-out. rd_swim_config_default() gives memberlist's LAN profile. */
+/** Timing and fan-out. rd_swim_config_default() gives memberlist's LAN profile, except
+ *  that a suspicion confirmed by 2 independent accusers times out at half its minimum
+ *  (same maximum, same k): see proto/PROTOCOL.md, "Failure detection". */
 struct rd_swim_config {
     uint32_t probe_interval_ms;    /**< protocol period: one probe per period (1000) */
     uint32_t probe_timeout_ms;     /**< wait for a direct ack before indirect probes (500) */
@@ -34,8 +36,10 @@ struct rd_swim_config {
     uint32_t gossip_interval_ms;   /**< period of piggyback-only gossip (200) */
     uint32_t gossip_fanout;        /**< members per gossip round (3) */
     uint32_t retransmit_mult;      /**< each update is sent mult*ceil(log10(N+1)) times (4) */
-    uint32_t suspicion_mult;       /**< min suspicion = mult*max(1,log10 N)*interval (4) */
-    uint32_t suspicion_max_mult;   /**< max suspicion = max_mult*min (6) */
+    uint32_t suspicion_mult;       /**< min suspicion = mult*max(1,log10 N)*interval (2) */
+    uint32_t suspicion_max_mult;   /**< max suspicion = max_mult*min (12) */
+    uint32_t suspicion_confirmations; /**< independent accusers beyond the first that bring
+                                           a suspicion down to the min (2) */
     uint32_t sync_interval_ms;     /**< anti-entropy period, scaled up above 32 members (30000) */
     uint32_t join_retry_max_ms;    /**< backoff cap while no seed answered (30000) */
     uint32_t tombstone_ms;         /**< dead and left members are kept this long (3600000) */
