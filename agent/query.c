@@ -4,10 +4,11 @@
  * One connection is a pipe handle, an input buffer with its incremental RESP parser, and
  * two output buffers:
  *
- *     read ──► in ──► rd_resp_parse ──► dispatch ──► pend ─┐ end of the loop turn:
- *                     (every complete request of the read)    ▼ write(2) straight away
- *                                                 what the kernel did not take: swap
- *                                                          out ──► uv_write (one in flight)
+ *     read ──► in ──► rd_resp_parse ──► dispatch ──► pend ──► at the end of the loop turn,
+ *                     (every complete request of the read)    write(2) straight away; what
+ *                                                             the kernel did not take swaps
+ *                                                             into out ──► uv_write (one in
+ *                                                             flight)
  *
  * Every reply a read produces is appended to `pend`, and the connection is marked dirty.
  * When the loop turn has run all its I/O callbacks, a check handle writes each dirty
