@@ -42,15 +42,20 @@ STILL_S=20                  # the last STILL_S seconds of the cut must be still
 
 # A chroot or a container without its own mount namespace cannot make network namespaces:
 # that is where the suite is, not what it tests, so it is skipped (ctest: 77) and says so.
-if ! ip netns add "${P}probe" 2>/dev/null; then
-  echo "SKIPPED: this environment cannot create network namespaces (ip netns add failed)"
-  exit 77
-fi
-if ! ip netns exec "${P}probe" true 2>/dev/null; then
+# `ip netns add` makes /run/netns a mount point the first time; a skip leaves none behind.
+netns_was_mounted=0
+mountpoint -q /run/netns 2>/dev/null && netns_was_mounted=1
+skip() {
   ip netns del "${P}probe" 2>/dev/null
-  echo "SKIPPED: this environment cannot enter network namespaces (ip netns exec failed)"
+  if [ "$netns_was_mounted" = 0 ] && mountpoint -q /run/netns 2>/dev/null &&
+     [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+    umount /run/netns 2>/dev/null
+  fi
+  echo "SKIPPED: this environment cannot $1 network namespaces (ip netns $2 failed)"
   exit 77
-fi
+}
+ip netns add "${P}probe" 2>/dev/null || skip create add
+ip netns exec "${P}probe" true 2>/dev/null || skip enter exec
 ip netns del "${P}probe"
 if ! net_up $N; then fail "could not create the $N hosts"; finish; exit 1; fi
 log "$N hosts on $NET.0/24 (namespaces $P*), logs in $DIR; load average $(load) ($(nproc) cores)"
