@@ -36,13 +36,18 @@ def forget(p):
         _children.remove(p)
 
 
-def kill_all():
+def kill_children():
+    """SIGKILL every child we started that is still running (no waiting)."""
     for p in list(_children):
         if p.poll() is None:
             try:
                 p.kill()
             except OSError:
                 pass
+
+
+def kill_all():
+    kill_children()
     for p in list(_children):
         try:
             p.wait(timeout=5)
@@ -270,12 +275,7 @@ class MemGuard:
                 self.tripped = avail
                 log(f"# MEMORY GUARD: MemAvailable {avail} MB < {self.floor} MB: "
                     "killing our agents")
-                for p in list(_children):
-                    if p.poll() is None:
-                        try:
-                            p.kill()
-                        except OSError:
-                            pass
+                kill_children()
             time.sleep(0.25)
 
 
