@@ -11,8 +11,11 @@
  *     period when we are the slow one, and suspicion timeouts shrink as independent
  *     accusers confirm (memberlist's formula).
  *   - Dissemination: every accepted change is queued for retransmit_mult*ceil(log10(N+1))
- *     sends; packets take queued records round-robin until the byte budget is reached, so
- *     every piece of news gets its turn. One record per member: newer news replaces older.
+ *     sends. The queue is a list per number of sends left, so a packet takes the records
+ *     with the most sends left first in O(1) each (new news enters at the head of its
+ *     list, a record just sent at the tail of the next one down): fresh news, such as a
+ *     suspicion or a refutation, leaves at once instead of waiting behind a backlog of
+ *     joins. One record per member: newer news replaces older.
  *   - The membership checksum and the live/suspect counts are running tallies, updated
  *     in O(1) on every change, since probes carry the checksum and timeouts need N.
  *   - Healing: a namesake at another address is probed by name and the younger stops;
@@ -47,6 +50,10 @@
 #define SEEDS_MAX 16
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
+/** Levels of the dissemination queue: sends left per record are capped below this. */
+#define TX_LEVELS 64
+/** No entry (dissemination queue links). */
+#define NIL UINT32_MAX
 
 _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_NAME_MAX +
                        RD_ZONE_MAX + RD_TAGS_MAX + RD_NAME_MAX <=
@@ -61,8 +68,8 @@ struct entry {
     uint64_t accusers[ACCUSERS_MAX]; /* name hashes of distinct accusers */
     uint32_t naccusers;
     uint64_t conflict_logged_ms; /* last conflict event about this member */
-    uint32_t tx_left;           /* sends of the current record still due */
-    int32_t pending_pos;        /* position in s->pending, -1 when nothing is due */
+    uint32_t tx_left;           /* sends of the current record still due; 0 = not queued */
+    uint32_t q_prev, q_next;    /* neighbours in the queue level tx_left, or NIL */
 };
 
 /* An outgoing control message. */
@@ -101,8 +108,10 @@ struct rd_swim {
     uint32_t *index;            /* name hash table of (entry index + 1), 0 = empty */
     size_t index_cap;           /* power of two, > 2 * cap */
 
-    uint32_t *pending;          /* entries with tx_left > 0 */
-    size_t npending, pending_cursor;
+    /* dissemination queue: a list per number of sends left, newest news at the head */
+    uint32_t q_head[TX_LEVELS], q_tail[TX_LEVELS];
+    uint32_t q_top;             /* no level above this one holds anything */
+    size_t npending;            /* entries with tx_left > 0 */
 
     uint32_t *probe_order;      /* shuffled entry indexes; rebuilt when exhausted */
     size_t probe_len, probe_pos;
@@ -281,10 +290,6 @@ static int grow_table(struct rd_swim *s)
     if (!e)
         return -1;
     s->meta = e;
-    uint32_t *p = realloc(s->pending, cap * sizeof *p);
-    if (!p)
-        return -1;
-    s->pending = p;
     uint32_t *o = realloc(s->probe_order, cap * sizeof *o);
     if (!o)
         return -1;
@@ -316,31 +321,102 @@ static uint32_t retransmit_limit(const struct rd_swim *s)
     return s->cfg.retransmit_mult * (uint32_t)ceil(log10(n + 1.0));
 }
 
+/* Takes entry i out of its queue level; its tx_left is left as it was. */
+static void queue_unlink(struct rd_swim *s, uint32_t i)
+{
+    struct entry *e = &s->meta[i];
+    if (e->q_prev != NIL)
+        s->meta[e->q_prev].q_next = e->q_next;
+    else
+        s->q_head[e->tx_left] = e->q_next;
+    if (e->q_next != NIL)
+        s->meta[e->q_next].q_prev = e->q_prev;
+    else
+        s->q_tail[e->tx_left] = e->q_prev;
+    e->q_prev = e->q_next = NIL;
+}
+
+/* Puts entry i, whose tx_left is set and nonzero, at the head or the tail of its level. */
+static void queue_insert(struct rd_swim *s, uint32_t i, bool at_head)
+{
+    struct entry *e = &s->meta[i];
+    uint32_t level = e->tx_left;
+    if (at_head) {
+        e->q_prev = NIL;
+        e->q_next = s->q_head[level];
+        if (e->q_next != NIL)
+            s->meta[e->q_next].q_prev = i;
+        else
+            s->q_tail[level] = i;
+        s->q_head[level] = i;
+    } else {
+        e->q_next = NIL;
+        e->q_prev = s->q_tail[level];
+        if (e->q_prev != NIL)
+            s->meta[e->q_prev].q_next = i;
+        else
+            s->q_head[level] = i;
+        s->q_tail[level] = i;
+    }
+    if (level > s->q_top)
+        s->q_top = level;
+}
+
+/* The entry now at index `to` was moved there: the queue's links follow it. */
+static void queue_moved(struct rd_swim *s, uint32_t to)
+{
+    struct entry *e = &s->meta[to];
+    if (e->tx_left == 0)
+        return;
+    if (e->q_prev != NIL)
+        s->meta[e->q_prev].q_next = to;
+    else
+        s->q_head[e->tx_left] = to;
+    if (e->q_next != NIL)
+        s->meta[e->q_next].q_prev = to;
+    else
+        s->q_tail[e->tx_left] = to;
+}
+
 static void pending_remove(struct rd_swim *s, uint32_t i)
 {
-    int32_t pos = s->meta[i].pending_pos;
-    if (pos < 0)
+    if (s->meta[i].tx_left == 0)
         return;
-    uint32_t last = s->pending[--s->npending];
-    s->pending[pos] = last;
-    s->meta[last].pending_pos = pos;
-    s->meta[i].pending_pos = -1;
+    queue_unlink(s, i);
     s->meta[i].tx_left = 0;
+    s->npending--;
+}
+
+/* One send of entry i's record went out: it moves one level down, behind its equals. */
+static void queue_sent(struct rd_swim *s, uint32_t i)
+{
+    if (s->meta[i].tx_left == 0)
+        return;
+    queue_unlink(s, i);
+    if (--s->meta[i].tx_left == 0)
+        s->npending--;
+    else
+        queue_insert(s, i, false);
 }
 
 /*
- * Queues member i's current record for dissemination, replacing older news about it.
+ * Queues member i's current record for dissemination, replacing older news about it, at
+ * the head of its level: the newest news goes first.
  * News that clears a suspicion goes out twice as often: every member sends its copies in
  * the same second or so, and a member that happens to miss all of them would later
  * declare a live member dead. Doubling the copies squares that small chance.
  */
 static void broadcast_n(struct rd_swim *s, uint32_t i, uint32_t times)
 {
-    s->meta[i].tx_left = times * retransmit_limit(s);
-    if (s->meta[i].pending_pos < 0) {
-        s->meta[i].pending_pos = (int32_t)s->npending;
-        s->pending[s->npending++] = i;
-    }
+    uint32_t sends = times * retransmit_limit(s);
+    if (sends >= TX_LEVELS)
+        sends = TX_LEVELS - 1;
+    pending_remove(s, i);
+    if (sends == 0)
+        return;
+    s->meta[i].tx_left = sends;
+    s->npending++;
+    queue_insert(s, i, true);
 }
 
 static void broadcast(struct rd_swim *s, uint32_t i)
@@ -358,19 +434,23 @@ static size_t record_size(const struct rd_member *m)
 static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t *budget,
                         size_t *n)
 {
-    size_t size = record_size(&s->members[i]);
-    if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS)
-        return false;
     for (size_t k = 0; k < *n; k++)
         if (onboard[k] == i)
             return true; /* already on board */
+    size_t size = record_size(&s->members[i]);
+    if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS)
+        return false;
     onboard[*n] = i;
     s->scratch[(*n)++] = s->members[i];
     *budget -= size;
     return true;
 }
 
-/* Fills pkt's members with queued news, the destination's own suspicion first (buddy). */
+/*
+ * Fills pkt's members with queued news: the destination's own suspicion first (buddy),
+ * then the records with the most sends left. Every queued record on board counts as one
+ * send, including ours and the buddy record, which ride along before their turn.
+ */
 static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, size_t nmsgs,
                       struct rd_packet *pkt)
 {
@@ -386,18 +466,14 @@ static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, si
         if (d > 0 && s->members[d].status == RD_SUSPECT)
             take_record(s, (uint32_t)d, onboard, &budget, &n);
     }
-    size_t tries = s->npending;
-    while (tries-- > 0 && s->npending > 0) {
-        if (s->pending_cursor >= s->npending)
-            s->pending_cursor = 0;
-        uint32_t i = s->pending[s->pending_cursor];
-        if (!take_record(s, i, onboard, &budget, &n))
-            break;
-        if (--s->meta[i].tx_left == 0)
-            pending_remove(s, i); /* the last one moved into the cursor's place */
-        else
-            s->pending_cursor++;
-    }
+    while (s->q_top > 0 && s->q_head[s->q_top] == NIL)
+        s->q_top--;
+    bool full = false;
+    for (uint32_t level = s->q_top; level > 0 && !full; level--)
+        for (uint32_t i = s->q_head[level]; i != NIL && !full; i = s->meta[i].q_next)
+            full = !take_record(s, i, onboard, &budget, &n);
+    for (size_t k = 0; k < n; k++)
+        queue_sent(s, onboard[k]);
     pkt->nmembers = n;
     pkt->members = s->scratch;
 }
@@ -557,7 +633,7 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
         return -1;
     uint32_t i = (uint32_t)s->count++;
     s->members[i] = *r;
-    s->meta[i] = (struct entry){.changed_ms = now_ms, .pending_pos = -1};
+    s->meta[i] = (struct entry){.changed_ms = now_ms, .q_prev = NIL, .q_next = NIL};
     bool found;
     s->index[index_slot(s, r->name, &found)] = i + 1;
     tally(s, r, 1);
@@ -588,8 +664,7 @@ static void remove_member(struct rd_swim *s, uint32_t i)
         s->meta[i] = s->meta[last];
         bool found;
         s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
-        if (s->meta[i].pending_pos >= 0)
-            s->pending[s->meta[i].pending_pos] = i;
+        queue_moved(s, i);
         for (size_t k = 0; k < s->probe_len; k++)
             if (s->probe_order[k] == last)
                 s->probe_order[k] = i;
@@ -1284,16 +1359,17 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
         return NULL;
     s->cfg = *cfg;
     rd_rand_seed(&s->rng, seed);
+    for (uint32_t level = 0; level < TX_LEVELS; level++)
+        s->q_head[level] = s->q_tail[level] = NIL;
     s->cap = 8;
     s->index_cap = 32;
     s->members = malloc(s->cap * sizeof *s->members);
     s->meta = malloc(s->cap * sizeof *s->meta);
-    s->pending = malloc(s->cap * sizeof *s->pending);
     s->probe_order = malloc(s->cap * sizeof *s->probe_order);
     s->index = calloc(s->index_cap, sizeof *s->index);
     s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
     s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
-    if (!s->members || !s->meta || !s->pending || !s->probe_order || !s->index || !s->outq ||
+    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq ||
         !s->scratch) {
         rd_swim_delete(s);
         return NULL;
@@ -1322,7 +1398,6 @@ void rd_swim_delete(struct rd_swim *s)
         return;
     free(s->members);
     free(s->meta);
-    free(s->pending);
     free(s->probe_order);
     free(s->index);
     free(s->outq);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "sim.h"
@@ -157,6 +158,106 @@ static void test_dissemination_takes_logarithmic_rounds(void **state)
     /* 16x the members must cost O(log N) more rounds, far from 16x (linear) */
     assert_true(r256 <= 3.0 * r16 + 2.0);
     assert_true(r256 <= 4.0 * 8.0); /* c * log2(256) with c = 4 */
+}
+
+/* ---- one core driven by hand: the dissemination queue */
+
+static struct rd_member fake_member(unsigned k, uint64_t incarnation, uint8_t status)
+{
+    struct rd_member m = {.incarnation = incarnation, .status = status, .weight = RD_WEIGHT_ONE};
+    snprintf(m.name, sizeof m.name, "n%u", k);
+    m.addr = (struct rd_addr){.family = 4, .port = (uint16_t)(20000 + k), .ip = {127, 0, 0, 1}};
+    return m;
+}
+
+/* Hands the core a full state: members n1..n<count> at one incarnation, all alive. */
+static void feed_sync(struct rd_swim *s, struct rd_member *batch, unsigned count,
+                      uint64_t incarnation)
+{
+    for (unsigned k = 0; k < count; k++)
+        batch[k] = fake_member(k + 1, incarnation, RD_ALIVE);
+    struct rd_packet pkt = {.nmsgs = 1, .nmembers = count, .members = batch};
+    snprintf(pkt.from, sizeof pkt.from, "n1");
+    pkt.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC};
+    rd_swim_sync_recv(s, 0, &pkt);
+}
+
+/* n1 pings the core, carrying `news`; returns the ACK's piggybacked records. */
+static const struct rd_member *ping_from_n1(struct rd_swim *s, uint32_t seq,
+                                            const struct rd_member *news, size_t nnews,
+                                            size_t *n)
+{
+    struct rd_packet ping = {.nmsgs = 1, .nmembers = nnews, .members = news};
+    snprintf(ping.from, sizeof ping.from, "n1");
+    ping.msgs[0] = (struct rd_msg){.type = RD_MSG_PING, .seq = seq,
+                                   .checksum = rd_swim_checksum(s)};
+    snprintf(ping.msgs[0].target, sizeof ping.msgs[0].target, "self");
+    struct rd_member n1 = fake_member(1, 2, RD_ALIVE);
+    rd_swim_recv(s, 0, &n1.addr, &ping);
+    struct rd_addr to;
+    struct rd_packet ack;
+    assert_true(rd_swim_poll_send(s, 0, &to, &ack));
+    assert_int_equal(ack.msgs[0].type, RD_MSG_ACK);
+    assert_false(rd_swim_poll_send(s, 0, &to, &ack)); /* one answer per ping */
+    *n = ack.nmembers;
+    return ack.members;
+}
+
+static void test_fresh_news_overtakes_a_backlog_and_each_record_goes_out_its_quota(void **state)
+{
+    enum { N = 200 };
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    static struct rd_member batch[N];
+    feed_sync(s, batch, N, 1);
+    feed_sync(s, batch, N, 2); /* all N re-queued at the same quota: 4*ceil(log10(N+2)) */
+    const unsigned quota = cfg.retransmit_mult * 3;
+
+    unsigned sends[N + 1] = {0}, self_sends = 0, suspect_sends = 0;
+    size_t n;
+    const struct rd_member *got;
+    for (uint32_t seq = 1; seq <= 3; seq++) { /* a few packets of join news go out */
+        got = ping_from_n1(s, seq, NULL, 0, &n);
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(got[k].name, "self") == 0)
+                self_sends++;
+            else
+                sends[atoi(got[k].name + 1)]++;
+    }
+    /* n1 now says n7 is suspect: the very next packet carries it, ahead of ~2000 sends of
+     * older news still queued */
+    struct rd_member suspicion = fake_member(7, 2, RD_SUSPECT);
+    snprintf(suspicion.accuser, sizeof suspicion.accuser, "n1");
+    uint32_t seq = 4;
+    got = ping_from_n1(s, seq++, &suspicion, 1, &n);
+    bool carried = false;
+    for (;;) {
+        for (size_t k = 0; k < n; k++) {
+            if (strcmp(got[k].name, "self") == 0)
+                self_sends++;
+            else if (got[k].status == RD_SUSPECT)
+                suspect_sends++, carried = true;
+            else
+                sends[atoi(got[k].name + 1)]++;
+        }
+        assert_true(carried);
+        if (n == 0)
+            break;
+        got = ping_from_n1(s, seq++, NULL, 0, &n);
+        assert_true(seq < 10000); /* the queue drains */
+    }
+    /* every record went out exactly as often as queued: no more (the rate stays put), no
+     * less (news is not lost) */
+    for (unsigned k = 1; k <= N; k++)
+        if (k != 7)
+            assert_int_equal(sends[k], quota);
+    assert_int_equal(suspect_sends, quota);
+    assert_int_equal(self_sends, cfg.retransmit_mult); /* queued alone at N = 1 */
+    rd_swim_delete(s);
 }
 
 static void test_name_conflict_stops_the_newcomer_and_keeps_the_original(void **state)
@@ -354,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_unreachable_member_refutes_and_stays_alive),
         cmocka_unit_test(test_leave_is_seen_as_left_not_dead),
         cmocka_unit_test(test_dissemination_takes_logarithmic_rounds),
+        cmocka_unit_test(test_fresh_news_overtakes_a_backlog_and_each_record_goes_out_its_quota),
         cmocka_unit_test(test_name_conflict_stops_the_newcomer_and_keeps_the_original),
         cmocka_unit_test(test_restarted_member_is_alive_again_everywhere),
         cmocka_unit_test(test_restarted_seed_without_join_is_found_again),
