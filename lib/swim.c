@@ -16,8 +16,9 @@
  *     list, a record just sent at the tail of the next one down): fresh news, such as a
  *     suspicion or a refutation, leaves at once instead of waiting behind a backlog of
  *     joins. One record per member: newer news replaces older.
- *   - The membership checksum and the live/suspect counts are running tallies, updated
- *     in O(1) on every change, since probes carry the checksum and timeouts need N.
+ *   - The membership checksum and the counts per status are running tallies, updated
+ *     in O(1) on every change, since probes carry the checksum, timeouts need N, and
+ *     every membership log line prints the counts.
  *   - Healing: a namesake at another address is probed by name and the younger stops;
  *     members sync with a random dead member's address now and then (and with the seeds
  *     while in a minority), so the halves of a healed partition find each other.
@@ -143,7 +144,8 @@ struct rd_swim {
 
     bool leaving;
     uint64_t checksum;           /* running sum of in-ring members' hashes */
-    size_t nlive, nsuspect;      /* running counts: alive+suspect, and suspect */
+    size_t nlive;                /* running count of alive + suspect */
+    size_t nstatus[4];           /* running count per status, self included */
 
     struct rd_member *scratch;  /* piggyback and sync records handed to the caller */
     size_t scratch_cap;
@@ -196,8 +198,7 @@ static uint64_t member_hash(const struct rd_member *m)
  */
 static void tally(struct rd_swim *s, const struct rd_member *m, int sign)
 {
-    if (m->status == RD_SUSPECT)
-        s->nsuspect += (size_t)(ptrdiff_t)sign;
+    s->nstatus[m->status & 3] += (size_t)(ptrdiff_t)sign;
     if (!in_ring(m->status))
         return;
     s->nlive += (size_t)(ptrdiff_t)sign;
@@ -1036,7 +1037,7 @@ static void run_relays(struct rd_swim *s, uint64_t now_ms)
 
 static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
-    if (s->nsuspect == 0)
+    if (s->nstatus[RD_SUSPECT] == 0)
         return;
     for (uint32_t i = 1; i < s->count; i++) {
         if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspect_deadline_ms)
@@ -1172,7 +1173,7 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
         t = min_u64(t, s->relays[k].deadline_ms);
     if (s->conflict_probe_seq)
         t = min_u64(t, s->conflict_probe_deadline_ms);
-    for (uint32_t i = 1; i < s->count && s->nsuspect > 0; i++)
+    for (uint32_t i = 1; i < s->count && s->nstatus[RD_SUSPECT] > 0; i++)
         if (s->members[i].status == RD_SUSPECT)
             t = min_u64(t, s->meta[i].suspect_deadline_ms);
     return t;
@@ -1322,9 +1323,7 @@ const struct rd_member *rd_swim_find(const struct rd_swim *s, const char *name)
 
 void rd_swim_counts(const struct rd_swim *s, size_t counts[4])
 {
-    counts[0] = counts[1] = counts[2] = counts[3] = 0;
-    for (size_t i = 0; i < s->count; i++)
-        counts[s->members[i].status & 3]++;
+    memcpy(counts, s->nstatus, sizeof s->nstatus);
 }
 
 uint64_t rd_swim_checksum(const struct rd_swim *s)
