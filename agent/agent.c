@@ -8,8 +8,10 @@
  * A rebuild waits RD_REBUILD_COALESCE_MS after the first change so a burst of changes
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
- * membership keeps changing, rebuilds are RD_REBUILD_MIN_GAP_MS apart: a rebuild costs
- * O(points), and in a join storm on a shared host it was most of every agent's CPU.
+ * membership keeps changing, rebuilds average one per RD_REBUILD_GAP_MS after a burst of
+ * RD_REBUILD_BURST (a rate limit by theoretical arrival time): a rebuild costs O(points),
+ * and in a join storm on a shared host it was most of every agent's CPU, while a join of
+ * a few members still settles its ring within a few hundred ms.
  * Full-state syncs use TCP on the same port as UDP: one framed request, one framed reply.
  */
 #include "agent.h"
@@ -30,8 +32,10 @@
 
 /** Changes arriving within this window cost one ring rebuild. */
 #define RD_REBUILD_COALESCE_MS 100
-/** ... and a rebuild starts at least this long after the previous one. */
-#define RD_REBUILD_MIN_GAP_MS 1000
+/** ... and under sustained change, rebuilds average one per this long, */
+#define RD_REBUILD_GAP_MS 1000
+/** ... after a burst of this many at the coalescing pace. */
+#define RD_REBUILD_BURST 3
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
 #define RD_TRIM_QUIET_MS 5000
 /** A sync exchange (connect, send, receive) must finish within this. */
@@ -65,7 +69,7 @@ struct rd_agent {
     struct rd_query *query;
     struct rd_ring *ring;
     uint64_t ring_version;
-    uint64_t last_rebuild_ms;
+    uint64_t rebuild_tat_ms; /* rate limit: the next rebuild's theoretical arrival time */
     bool rebuild_pending;
     bool leaving, left, was_joined;
     int exit_code;
@@ -177,7 +181,8 @@ static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    a->last_rebuild_ms = now_ms();
+    uint64_t now = now_ms();
+    a->rebuild_tat_ms = (a->rebuild_tat_ms > now ? a->rebuild_tat_ms : now) + RD_REBUILD_GAP_MS;
     rebuild_ring(a);
     uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
 }
@@ -188,8 +193,9 @@ static void schedule_rebuild(struct rd_agent *a)
         return;
     a->rebuild_pending = true;
     uint64_t now = now_ms(), due = now + RD_REBUILD_COALESCE_MS;
-    if (a->last_rebuild_ms && due < a->last_rebuild_ms + RD_REBUILD_MIN_GAP_MS)
-        due = a->last_rebuild_ms + RD_REBUILD_MIN_GAP_MS;
+    uint64_t earliest = a->rebuild_tat_ms - (uint64_t)RD_REBUILD_BURST * RD_REBUILD_GAP_MS;
+    if (a->rebuild_tat_ms > (uint64_t)RD_REBUILD_BURST * RD_REBUILD_GAP_MS && due < earliest)
+        due = earliest;
     uv_timer_start(&a->rebuild_timer, on_rebuild_timer, due - now, 0);
 }
 
