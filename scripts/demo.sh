@@ -6,8 +6,13 @@
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
+# (the static link warns that getaddrinfo needs this glibc's NSS modules at run time:
+# true, and harmless on the machine that built it; the log is shown only on failure)
+mkdir -p build
+if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"; } \
+  >build/build.log 2>&1; then
+  cat build/build.log; exit 1
+fi
 RINGD=$PWD/build/ringd
 N=${N:-5}
 PORT=${PORT:-17946}
