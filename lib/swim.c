@@ -337,46 +337,30 @@ static void queue_unlink(struct rd_swim *s, uint32_t i)
     e->q_prev = e->q_next = NIL;
 }
 
+/* Points entry i's neighbours (its q_prev and q_next, or the level's ends) back at i. */
+static void queue_link(struct rd_swim *s, uint32_t i)
+{
+    struct entry *e = &s->meta[i];
+    if (e->q_prev != NIL)
+        s->meta[e->q_prev].q_next = i;
+    else
+        s->q_head[e->tx_left] = i;
+    if (e->q_next != NIL)
+        s->meta[e->q_next].q_prev = i;
+    else
+        s->q_tail[e->tx_left] = i;
+}
+
 /* Puts entry i, whose tx_left is set and nonzero, at the head or the tail of its level. */
 static void queue_insert(struct rd_swim *s, uint32_t i, bool at_head)
 {
     struct entry *e = &s->meta[i];
     uint32_t level = e->tx_left;
-    if (at_head) {
-        e->q_prev = NIL;
-        e->q_next = s->q_head[level];
-        if (e->q_next != NIL)
-            s->meta[e->q_next].q_prev = i;
-        else
-            s->q_tail[level] = i;
-        s->q_head[level] = i;
-    } else {
-        e->q_next = NIL;
-        e->q_prev = s->q_tail[level];
-        if (e->q_prev != NIL)
-            s->meta[e->q_prev].q_next = i;
-        else
-            s->q_head[level] = i;
-        s->q_tail[level] = i;
-    }
+    e->q_prev = at_head ? NIL : s->q_tail[level];
+    e->q_next = at_head ? s->q_head[level] : NIL;
+    queue_link(s, i);
     if (level > s->q_top)
         s->q_top = level;
-}
-
-/* The entry now at index `to` was moved there: the queue's links follow it. */
-static void queue_moved(struct rd_swim *s, uint32_t to)
-{
-    struct entry *e = &s->meta[to];
-    if (e->tx_left == 0)
-        return;
-    if (e->q_prev != NIL)
-        s->meta[e->q_prev].q_next = to;
-    else
-        s->q_head[e->tx_left] = to;
-    if (e->q_next != NIL)
-        s->meta[e->q_next].q_prev = to;
-    else
-        s->q_tail[e->tx_left] = to;
 }
 
 static void pending_remove(struct rd_swim *s, uint32_t i)
@@ -665,7 +649,8 @@ static void remove_member(struct rd_swim *s, uint32_t i)
         s->meta[i] = s->meta[last];
         bool found;
         s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
-        queue_moved(s, i);
+        if (s->meta[i].tx_left > 0)
+            queue_link(s, i); /* its queue neighbours follow it */
         for (size_t k = 0; k < s->probe_len; k++)
             if (s->probe_order[k] == last)
                 s->probe_order[k] = i;
