@@ -1,5 +1,8 @@
 /*
  * addr.c — address text and conversions (see addr.h).
+ *
+ * Parsing is strict and explains itself: each refusal is one line for the operator, in the
+ * caller's err buffer, because these strings come from flags, config files and JOIN.
  */
 #include "addr.h"
 
@@ -12,101 +15,76 @@
 
 static int parse_port(const char *s, int *port)
 {
-    if (!*s || strlen(s) > 5)
-        return -1;
+    if (!*s || strlen(s) > 5) return RD_EINVAL;
     for (const char *p = s; *p; p++)
-        if (*p < '0' || *p > '9')
-            return -1;
+        if (*p < '0' || *p > '9') return RD_EINVAL;
     long v = strtol(s, NULL, 10);
-    if (v < 1 || v > 65535)
-        return -1;
+    if (v < 1 || v > 65535) return RD_EINVAL;
     *port = (int)v;
     return 0;
 }
 
-int rd_hostport_split(const char *text, int default_port, char *host, size_t host_len,
-                      int *port, const char **why)
+/* Refuses `text` for the reason given: one line in err, RD_EINVAL. */
+static int refuse(char *err, size_t errlen, const char *why)
+{
+    snprintf(err, errlen, "%s", why);
+    return RD_EINVAL;
+}
+
+int rd_hostport_split(const char *text, int default_port, char *host, size_t host_len, int *port,
+                      char *err, size_t errlen)
 {
     size_t n = strlen(text);
     const char *colon;
-    *why = NULL;
-    if (n == 0 || n > RD_HOSTPORT_MAX) {
-        *why = n ? "address too long" : "empty address";
-        return RD_EINVAL;
-    }
+    if (n == 0 || n > RD_HOSTPORT_MAX)
+        return refuse(err, errlen, n ? "address too long" : "empty address");
     if (text[0] == '[') {
         const char *close = strchr(text, ']');
-        if (!close) {
-            *why = "missing ']' after IPv6 address";
-            return RD_EINVAL;
-        }
+        if (!close) return refuse(err, errlen, "missing ']' after IPv6 address");
         size_t hl = (size_t)(close - text - 1);
-        if (hl == 0 || hl >= host_len) {
-            *why = "bad IPv6 address";
-            return RD_EINVAL;
-        }
+        if (hl == 0 || hl >= host_len) return refuse(err, errlen, "bad IPv6 address");
         memcpy(host, text + 1, hl);
         host[hl] = '\0';
         if (close[1] == '\0' && default_port) {
             *port = default_port;
             return 0;
         }
-        if (close[1] != ':' || parse_port(close + 2, port) < 0) {
-            *why = "expected [IPv6]:PORT with a port from 1 to 65535";
-            return RD_EINVAL;
-        }
+        if (close[1] != ':' || parse_port(close + 2, port) < 0)
+            return refuse(err, errlen, "expected [IPv6]:PORT with a port from 1 to 65535");
         return 0;
     }
     colon = strrchr(text, ':');
     if (colon && strchr(text, ':') != colon) {
         /* several colons and no brackets: a bare IPv6 address, no port */
-        if (!default_port) {
-            *why = "IPv6 addresses take brackets: [::1]:7946";
-            return RD_EINVAL;
-        }
+        if (!default_port) return refuse(err, errlen, "IPv6 addresses take brackets: [::1]:7946");
         colon = NULL;
     }
     size_t hl = colon ? (size_t)(colon - text) : n;
-    if (hl >= host_len) {
-        *why = "host name too long";
-        return RD_EINVAL;
-    }
+    if (hl >= host_len) return refuse(err, errlen, "host name too long");
     memcpy(host, text, hl);
     host[hl] = '\0';
     if (!colon) {
-        if (!default_port) {
-            *why = "expected HOST:PORT";
-            return RD_EINVAL;
-        }
+        if (!default_port) return refuse(err, errlen, "expected HOST:PORT");
         *port = default_port;
         return 0;
     }
-    if (parse_port(colon + 1, port) < 0) {
-        *why = "port must be a number from 1 to 65535";
-        return RD_EINVAL;
-    }
+    if (parse_port(colon + 1, port) < 0)
+        return refuse(err, errlen, "port must be a number from 1 to 65535");
     return 0;
 }
 
-int rd_addr_resolve(const char *text, int default_port, int passive, struct rd_addr *out,
-                    const char **why)
+int rd_addr_resolve(const char *text, int default_port, int passive, struct rd_addr *out, char *err,
+                    size_t errlen)
 {
     char host[RD_HOSTPORT_MAX + 1];
     int port;
-    if (rd_hostport_split(text, default_port, host, sizeof host, &port, why) < 0)
+    if (rd_hostport_split(text, default_port, host, sizeof host, &port, err, errlen) < 0)
         return RD_EINVAL;
-    if (passive && (host[0] == '\0' || strcmp(host, "*") == 0))
-        strcpy(host, "0.0.0.0");
-    if (host[0] == '\0') {
-        *why = "missing host";
-        return RD_EINVAL;
-    }
+    if (passive && (host[0] == '\0' || strcmp(host, "*") == 0)) strcpy(host, "0.0.0.0");
+    if (host[0] == '\0') return refuse(err, errlen, "missing host");
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM}, *res = NULL;
     int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0 || !res) {
-        *why = "cannot resolve host";
-        return RD_EINVAL;
-    }
+    if (rc != 0 || !res) return refuse(err, errlen, "cannot resolve host");
     /* prefer IPv4 when a name has both, as most fleets bind IPv4 */
     struct addrinfo *pick = res;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
@@ -116,10 +94,7 @@ int rd_addr_resolve(const char *text, int default_port, int passive, struct rd_a
         }
     rc = rd_addr_from_sockaddr(pick->ai_addr, out);
     freeaddrinfo(res);
-    if (rc < 0) {
-        *why = "unsupported address family";
-        return RD_EINVAL;
-    }
+    if (rc < 0) return refuse(err, errlen, "unsupported address family");
     out->port = (uint16_t)port;
     return 0;
 }

@@ -19,16 +19,17 @@
 
 /**
  * Splits "host:port", "[v6]:port" or (with default_port != 0) "host" / "[v6]" / "v6" into
- * host and port. Returns 0, or RD_EINVAL with *why set to a static explanation.
+ * host and port. Returns 0, or RD_EINVAL with one line saying why in err.
  */
-int rd_hostport_split(const char *text, int default_port, char *host, size_t host_len,
-                      int *port, const char **why);
+int rd_hostport_split(const char *text, int default_port, char *host, size_t host_len, int *port,
+                      char *err, size_t errlen);
 /**
  * Parses and resolves `text` (numeric or a host name) to an address. `passive` allows an
- * empty host or "*" to mean "any address" (for --bind). Returns 0 or RD_EINVAL (*why).
+ * empty host or "*" to mean "any address" (for --bind). Returns 0, or RD_EINVAL with one
+ * line saying why in err (a malformed text, a name that does not resolve).
  */
-int rd_addr_resolve(const char *text, int default_port, int passive, struct rd_addr *out,
-                    const char **why);
+int rd_addr_resolve(const char *text, int default_port, int passive, struct rd_addr *out, char *err,
+                    size_t errlen);
 /** rd_addr to sockaddr; returns the length used. */
 socklen_t rd_addr_to_sockaddr(const struct rd_addr *a, struct sockaddr_storage *ss);
 /** sockaddr to rd_addr (IPv4-mapped IPv6 becomes IPv4); RD_EINVAL for other families. */

@@ -596,7 +596,9 @@ struct rd_swim *rd_agent_swim(struct rd_agent *a)
 int rd_agent_join(struct rd_agent *a, const char *hostport, const char **why)
 {
     struct rd_addr seed;
-    if (rd_addr_resolve(hostport, RD_DEFAULT_PORT, 0, &seed, why) < 0)
+    static char text[128];
+    *why = text;
+    if (rd_addr_resolve(hostport, RD_DEFAULT_PORT, 0, &seed, text, sizeof text) < 0)
         return RD_EINVAL;
     rd_logf(RD_LOG_INFO, "joining", RD_FSTR("seed", hostport));
     rd_swim_join(a->swim, now_ms(), &seed, 1);
@@ -764,8 +766,9 @@ int rd_agent_run(const struct rd_agent_config *config)
     struct rd_addr seeds[RD_JOIN_MAX];
     size_t nseeds = 0;
     for (int i = 0; i < a->cfg.njoins; i++) {
-        const char *why;
-        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, &seeds[nseeds], &why) < 0) {
+        char why[128];
+        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, &seeds[nseeds], why,
+                            sizeof why) < 0) {
             rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
                     RD_FSTR("error", why));
             continue;

@@ -115,8 +115,8 @@ static int apply(struct rd_agent_config *cfg, const char *opt, const char *val, 
             FAIL("--join: at most %d seeds", RD_JOIN_MAX);
         char host[RD_HOSTPORT_MAX + 1];
         int port;
-        const char *why;
-        if (rd_hostport_split(val, RD_DEFAULT_PORT, host, sizeof host, &port, &why) < 0)
+        char why[128];
+        if (rd_hostport_split(val, RD_DEFAULT_PORT, host, sizeof host, &port, why, sizeof why) < 0)
             FAIL("--join %s: %s", val, why);
         if (copy(cfg->joins[cfg->njoins], sizeof cfg->joins[0], val) < 0)
             FAIL("--join: address too long");
@@ -225,7 +225,7 @@ static int read_config_file(struct rd_agent_config *cfg, const char *path, char 
 
 static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
 {
-    const char *why;
+    char why[128];
     if (!cfg->name[0]) {
         char host[256] = "";
         gethostname(host, sizeof host - 1);
@@ -235,12 +235,13 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
         }
         strcpy(cfg->name, host);
     }
-    if (rd_addr_resolve(cfg->bind_text, RD_DEFAULT_PORT, 1, &cfg->bind, &why) < 0) {
+    if (rd_addr_resolve(cfg->bind_text, RD_DEFAULT_PORT, 1, &cfg->bind, why, sizeof why) < 0) {
         snprintf(err, errlen, "--bind %s: %s", cfg->bind_text, why);
         return -1;
     }
     if (cfg->advertise_text[0]) {
-        if (rd_addr_resolve(cfg->advertise_text, cfg->bind.port, 0, &cfg->advertise, &why) < 0) {
+        if (rd_addr_resolve(cfg->advertise_text, cfg->bind.port, 0, &cfg->advertise, why,
+                            sizeof why) < 0) {
             snprintf(err, errlen, "--advertise %s: %s", cfg->advertise_text, why);
             return -1;
         }

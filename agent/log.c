@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "rd_err.h"
+
 static FILE *log_out;
 static enum rd_log_format log_format = RD_LOG_LOGFMT;
 static enum rd_log_level log_level = RD_LOG_INFO;
@@ -25,18 +27,15 @@ void rd_log_setup(FILE *out, enum rd_log_format format, enum rd_log_level level)
 int rd_log_level_parse(const char *s)
 {
     for (int i = 0; i < 4; i++)
-        if (strcmp(s, level_names[i]) == 0)
-            return i;
-    return -1;
+        if (strcmp(s, level_names[i]) == 0) return i;
+    return RD_EINVAL;
 }
 
 int rd_log_format_parse(const char *s)
 {
-    if (strcmp(s, "logfmt") == 0)
-        return RD_LOG_LOGFMT;
-    if (strcmp(s, "json") == 0)
-        return RD_LOG_JSON;
-    return -1;
+    if (strcmp(s, "logfmt") == 0) return RD_LOG_LOGFMT;
+    if (strcmp(s, "json") == 0) return RD_LOG_JSON;
+    return RD_EINVAL;
 }
 
 bool rd_log_enabled(enum rd_log_level level)
@@ -51,8 +50,7 @@ struct line {
 
 static void put(struct line *l, const char *s, size_t n)
 {
-    if (n > sizeof l->buf - 2 - l->len)
-        n = sizeof l->buf - 2 - l->len;
+    if (n > sizeof l->buf - 2 - l->len) n = sizeof l->buf - 2 - l->len;
     memcpy(l->buf + l->len, s, n);
     l->len += n;
 }
@@ -96,18 +94,15 @@ static void put_key(struct line *l, const char *key, bool first)
         puts_(l, key);
         puts_(l, "\":");
     } else {
-        if (!first)
-            puts_(l, " ");
+        if (!first) puts_(l, " ");
         puts_(l, key);
         puts_(l, "=");
     }
 }
 
-void rd_log(enum rd_log_level level, const char *msg, const struct rd_log_field *fields,
-            size_t n)
+void rd_log(enum rd_log_level level, const char *msg, const struct rd_log_field *fields, size_t n)
 {
-    if (!rd_log_enabled(level))
-        return;
+    if (!rd_log_enabled(level)) return;
     struct line l = {.len = 0};
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -134,10 +129,18 @@ void rd_log(enum rd_log_level level, const char *msg, const struct rd_log_field 
         char num[32];
         put_key(&l, fields[i].key, false);
         switch (fields[i].kind) {
-        case RD_F_STR: put_string(&l, fields[i].s ? fields[i].s : ""); continue;
-        case RD_F_INT: snprintf(num, sizeof num, "%lld", (long long)fields[i].i); break;
-        case RD_F_UINT: snprintf(num, sizeof num, "%llu", (unsigned long long)fields[i].u); break;
-        case RD_F_DOUBLE: snprintf(num, sizeof num, "%.6g", fields[i].d); break;
+        case RD_F_STR:
+            put_string(&l, fields[i].s ? fields[i].s : "");
+            continue;
+        case RD_F_INT:
+            snprintf(num, sizeof num, "%lld", (long long)fields[i].i);
+            break;
+        case RD_F_UINT:
+            snprintf(num, sizeof num, "%llu", (unsigned long long)fields[i].u);
+            break;
+        case RD_F_DOUBLE:
+            snprintf(num, sizeof num, "%.6g", fields[i].d);
+            break;
         case RD_F_HEX:
             snprintf(num, sizeof num, json ? "\"%016llx\"" : "%016llx",
                      (unsigned long long)fields[i].u);
@@ -145,8 +148,7 @@ void rd_log(enum rd_log_level level, const char *msg, const struct rd_log_field 
         }
         puts_(&l, num);
     }
-    if (json)
-        puts_(&l, "}");
+    if (json) puts_(&l, "}");
     l.buf[l.len++] = '\n';
     fwrite(l.buf, 1, l.len, log_out ? log_out : stderr);
     fflush(log_out ? log_out : stderr);

@@ -17,7 +17,7 @@ enum rd_log_format { RD_LOG_LOGFMT = 0, RD_LOG_JSON = 1 };
 
 /** Where lines go and which are kept. Defaults: stderr, logfmt, info. */
 void rd_log_setup(FILE *out, enum rd_log_format format, enum rd_log_level level);
-/** Parses "debug|info|warn|error" / "logfmt|json"; returns -1 if unknown. */
+/** Parses "debug|info|warn|error" / "logfmt|json": the enum value, or RD_EINVAL if unknown. */
 int rd_log_level_parse(const char *s);
 int rd_log_format_parse(const char *s);
 /** True if a line at `level` would be written. */
@@ -32,21 +32,20 @@ struct rd_log_field {
     uint64_t u;
     double d;
 };
-#define RD_FSTR(k, v) ((struct rd_log_field){.key = (k), .kind = RD_F_STR, .s = (v)})
-#define RD_FINT(k, v) ((struct rd_log_field){.key = (k), .kind = RD_F_INT, .i = (int64_t)(v)})
+#define RD_FSTR(k, v)  ((struct rd_log_field){.key = (k), .kind = RD_F_STR, .s = (v)})
+#define RD_FINT(k, v)  ((struct rd_log_field){.key = (k), .kind = RD_F_INT, .i = (int64_t)(v)})
 #define RD_FUINT(k, v) ((struct rd_log_field){.key = (k), .kind = RD_F_UINT, .u = (uint64_t)(v)})
-#define RD_FDBL(k, v) ((struct rd_log_field){.key = (k), .kind = RD_F_DOUBLE, .d = (double)(v)})
-#define RD_FHEX(k, v) ((struct rd_log_field){.key = (k), .kind = RD_F_HEX, .u = (uint64_t)(v)})
+#define RD_FDBL(k, v)  ((struct rd_log_field){.key = (k), .kind = RD_F_DOUBLE, .d = (double)(v)})
+#define RD_FHEX(k, v)  ((struct rd_log_field){.key = (k), .kind = RD_F_HEX, .u = (uint64_t)(v)})
 
 /** Writes one line: ts, level, msg, then the fields in order. */
-void rd_log(enum rd_log_level level, const char *msg, const struct rd_log_field *fields,
-            size_t n);
+void rd_log(enum rd_log_level level, const char *msg, const struct rd_log_field *fields, size_t n);
 
 /** Convenience: rd_logf(RD_LOG_INFO, "member alive", RD_FSTR("member", name), ...). */
-#define rd_logf(level, msg, ...)                                                           \
-    do {                                                                                   \
-        const struct rd_log_field rd_log_f_[] = {__VA_ARGS__};                             \
-        rd_log((level), (msg), rd_log_f_, sizeof rd_log_f_ / sizeof rd_log_f_[0]);         \
+#define rd_logf(level, msg, ...)                                                                   \
+    do {                                                                                           \
+        const struct rd_log_field rd_log_f_[] = {__VA_ARGS__};                                     \
+        rd_log((level), (msg), rd_log_f_, sizeof rd_log_f_ / sizeof rd_log_f_[0]);                 \
     } while (0)
 
 #endif

@@ -3,6 +3,8 @@
 
 const char *rd_strerror(int err)
 {
+    /* one code a line reads as the table it is */
+    /* clang-format off */
     switch (err) {
     case RD_OK: return "ok";
     case RD_EINVAL: return "invalid argument";
@@ -12,6 +14,9 @@ const char *rd_strerror(int err)
     case RD_EPROTO: return "malformed message";
     case RD_ENOENT: return "not found";
     case RD_EAGAIN: return "incomplete";
+    case RD_EIO: return "system call or socket failed";
+    case RD_EREFUSED: return "refused";
     }
+    /* clang-format on */
     return "unknown error";
 }
