@@ -555,3 +555,62 @@ void rd_wire_frame_put_header(char *buf, uint32_t body_len)
     for (int i = 0; i < RD_WIRE_FRAME_PREFIX; i++)
         buf[i] = (char)(uint8_t)(body_len >> (8 * (RD_WIRE_FRAME_PREFIX - 1 - i)));
 }
+
+void rd_wire_frame_reader_init(struct rd_wire_frame_reader *r)
+{
+    *r = (struct rd_wire_frame_reader){.error = 0};
+    rd_buf_init(&r->frame);
+}
+
+void rd_wire_frame_reader_free(struct rd_wire_frame_reader *r)
+{
+    rd_buf_free(&r->frame);
+    rd_wire_frame_reader_init(r);
+}
+
+/* Appends up to `want` bytes of data[*off..len) to the frame; false if out of memory. */
+static bool frame_take(struct rd_wire_frame_reader *r, const char *data, size_t len, size_t *off,
+                       size_t want)
+{
+    size_t n = len - *off < want ? len - *off : want;
+    if (rd_buf_append(&r->frame, data + *off, n) < 0) return false;
+    *off += n;
+    return true;
+}
+
+int rd_wire_frame_feed(struct rd_wire_frame_reader *r, const char *data, size_t len, size_t *used)
+{
+    *used = 0;
+    if (r->error < 0) return r->error;
+    if (r->done) { /* the previous frame was handed out: start the next one */
+        r->frame.len = 0;
+        r->body_len = 0;
+        r->body = NULL;
+        r->done = false;
+    }
+    size_t off = 0;
+    if (r->frame.len < RD_WIRE_FRAME_PREFIX) {
+        if (!frame_take(r, data, len, &off, RD_WIRE_FRAME_PREFIX - r->frame.len)) goto nomem;
+        int rc = rd_wire_frame_header(r->frame.data, r->frame.len, &r->body_len);
+        if (rc == RD_EAGAIN) {
+            *used = off;
+            return RD_EAGAIN;
+        }
+        if (rc < 0) {
+            r->error = rc;
+            *used = off;
+            return rc;
+        }
+    }
+    size_t total = RD_WIRE_FRAME_PREFIX + (size_t)r->body_len;
+    if (!frame_take(r, data, len, &off, total - r->frame.len)) goto nomem;
+    *used = off;
+    if (r->frame.len < total) return RD_EAGAIN;
+    r->done = true;
+    r->body = r->frame.data + RD_WIRE_FRAME_PREFIX;
+    return 0;
+nomem:
+    r->error = RD_ENOMEM;
+    *used = off;
+    return RD_ENOMEM;
+}

@@ -43,9 +43,11 @@
 #ifndef RD_WIRE_H
 #define RD_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "msg.h"
 
 /** Version this code writes; the decoder rejects any other ("unsupported version"). */
@@ -182,5 +184,40 @@ int rd_wire_frame_header(const char *buf, size_t len, uint32_t *body_len);
  * rd_wire_frame_put_header(buf, n) and send RD_WIRE_FRAME_PREFIX + n bytes.
  */
 void rd_wire_frame_put_header(char *buf, uint32_t body_len);
+
+/**
+ * Reassembles length-prefixed frames from a byte stream, without doing any I/O: the
+ * transport hands over whatever bytes a read gave, in pieces of any size, and gets whole
+ * frames back. It holds at most one frame (prefix and body), so what a peer can make it
+ * buffer is bounded by RD_WIRE_FRAME_MAX, and memory grows only as bytes actually arrive
+ * (a 4-byte prefix alone reserves nothing for the body it announces).
+ *
+ * The fields are public to be read: after rd_wire_frame_feed() returned 0, `body` and
+ * `body_len` are the whole frame's packet, valid until the next feed or free.
+ */
+struct rd_wire_frame_reader {
+    struct rd_buf frame; /**< prefix and body bytes of the frame being read */
+    uint32_t body_len;   /**< the body's length once the prefix is complete, else 0 */
+    int error;           /**< sticky: the first error, or 0 */
+    bool done;           /**< a whole frame was handed out; the next feed starts another */
+    const char *body;    /**< the whole frame's packet after a feed returned 0 */
+};
+
+/** Makes `r` ready for the first frame without allocating. */
+void rd_wire_frame_reader_init(struct rd_wire_frame_reader *r);
+
+/** Frees what `r` holds; it must be initialised again before reuse. */
+void rd_wire_frame_reader_free(struct rd_wire_frame_reader *r);
+
+/**
+ * Takes bytes from `data[0..len)` up to the end of the current frame and stores in *used
+ * how many it took (the rest belongs to the next frame: feed it again). Returns
+ * 0 when a whole frame is ready in r->body / r->body_len; RD_EAGAIN when every byte was
+ * taken and the frame needs more; RD_E2BIG when the prefix announces 0 or more than
+ * RD_WIRE_FRAME_MAX bytes (the stream cannot be trusted further: close it); RD_ENOMEM when
+ * the frame could not be buffered. Errors are sticky: every later call returns the same
+ * error and takes nothing.
+ */
+int rd_wire_frame_feed(struct rd_wire_frame_reader *r, const char *data, size_t len, size_t *used);
 
 #endif

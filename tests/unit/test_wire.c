@@ -7,7 +7,8 @@
  * mutations of valid packets and every prefix of a valid packet check that the decoder
  * never crashes or over-reads (each decode reads from a heap copy of exactly `len` bytes,
  * so ASan sees any over-read) and that whatever it accepts survives a re-encode. The size
- * tests prove the bounds the membership core budgets datagrams with.
+ * tests prove the bounds the membership core budgets datagrams with. The frame reader is
+ * fed a stream a byte at a time, two frames in one piece, and prefixes it must refuse.
  *
  * The randomised tests print their seed; replay one with RD_TEST_SEED=<seed>.
  */
@@ -1185,6 +1186,107 @@ static void test_wire_frame_carries_one_packet(void **state)
     assert_packets_equal(&p, &q);
 }
 
+/* ------------------------------------------------------------------ frame reader */
+
+/* A SYNC frame from `from` carrying one member: prefix + packet into buf; returns its size. */
+static size_t sync_frame_of(const char *from, char *buf, size_t cap)
+{
+    struct rd_member m = {.name = "n2", .addr = addr4(10, 0, 0, 2, 7946), .weight = 1000};
+    struct rd_packet p = {.nmsgs = 1, .nmembers = 1, .members = &m};
+    snprintf(p.from, sizeof p.from, "%s", from);
+    p.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC, .flags = RD_SYNC_JOIN};
+    size_t len = 0;
+    assert_int_equal(
+        rd_wire_encode(&p, buf + RD_WIRE_FRAME_PREFIX, cap - RD_WIRE_FRAME_PREFIX, &len), 0);
+    rd_wire_frame_put_header(buf, (uint32_t)len);
+    return RD_WIRE_FRAME_PREFIX + len;
+}
+
+static void test_wire_frame_reader_takes_a_frame_one_byte_at_a_time(void **state)
+{
+    char buf[512];
+    size_t n = sync_frame_of("n1", buf, sizeof buf);
+    struct rd_wire_frame_reader r;
+    rd_wire_frame_reader_init(&r);
+    size_t used = 99;
+    for (size_t i = 0; i + 1 < n; i++) {
+        assert_int_equal(rd_wire_frame_feed(&r, buf + i, 1, &used), RD_EAGAIN);
+        assert_int_equal(used, 1);
+    }
+    assert_int_equal(rd_wire_frame_feed(&r, buf + n - 1, 1, &used), 0);
+    assert_int_equal(used, 1);
+    assert_int_equal(r.body_len, n - RD_WIRE_FRAME_PREFIX);
+    assert_memory_equal(r.body, buf + RD_WIRE_FRAME_PREFIX, r.body_len);
+    struct rd_packet q;
+    struct rd_member out[4];
+    assert_int_equal(decode_exact(r.body, r.body_len, &q, out, 4, NULL), 0);
+    assert_string_equal(q.from, "n1");
+    /* an empty feed after a frame starts the next one and waits */
+    assert_int_equal(rd_wire_frame_feed(&r, buf, 0, &used), RD_EAGAIN);
+    assert_int_equal(used, 0);
+    rd_wire_frame_reader_free(&r);
+}
+
+static void test_wire_frame_reader_splits_two_frames_back_to_back(void **state)
+{
+    char buf[1024];
+    size_t n1 = sync_frame_of("first", buf, sizeof buf);
+    size_t n2 = sync_frame_of("second", buf + n1, sizeof buf - n1);
+    struct rd_wire_frame_reader r;
+    rd_wire_frame_reader_init(&r);
+    size_t used = 0;
+    assert_int_equal(rd_wire_frame_feed(&r, buf, n1 + n2, &used), 0);
+    assert_int_equal(used, n1); /* it stops at the first frame's end */
+    struct rd_packet q;
+    struct rd_member out[4];
+    assert_int_equal(decode_exact(r.body, r.body_len, &q, out, 4, NULL), 0);
+    assert_string_equal(q.from, "first");
+    assert_int_equal(rd_wire_frame_feed(&r, buf + n1, n2, &used), 0);
+    assert_int_equal(used, n2);
+    assert_int_equal(decode_exact(r.body, r.body_len, &q, out, 4, NULL), 0);
+    assert_string_equal(q.from, "second");
+    rd_wire_frame_reader_free(&r);
+}
+
+static void test_wire_frame_reader_refuses_an_oversize_prefix_for_good(void **state)
+{
+    char buf[8] = {0};
+    rd_wire_frame_put_header(buf, RD_WIRE_FRAME_MAX + 1);
+    struct rd_wire_frame_reader r;
+    rd_wire_frame_reader_init(&r);
+    size_t used = 0;
+    /* the prefix in two pieces: refused as soon as it is whole, before any body byte */
+    assert_int_equal(rd_wire_frame_feed(&r, buf, 2, &used), RD_EAGAIN);
+    assert_int_equal(rd_wire_frame_feed(&r, buf + 2, sizeof buf - 2, &used), RD_E2BIG);
+    assert_int_equal(used, 2);
+    assert_true(r.frame.len <= RD_WIRE_FRAME_PREFIX);
+    /* sticky: nothing more is taken, even a valid frame */
+    char good[512];
+    size_t n = sync_frame_of("n1", good, sizeof good);
+    assert_int_equal(rd_wire_frame_feed(&r, good, n, &used), RD_E2BIG);
+    assert_int_equal(used, 0);
+    rd_wire_frame_reader_free(&r);
+
+    /* a zero length is refused the same way */
+    rd_wire_frame_reader_init(&r);
+    memset(buf, 0, sizeof buf);
+    assert_int_equal(rd_wire_frame_feed(&r, buf, sizeof buf, &used), RD_E2BIG);
+    rd_wire_frame_reader_free(&r);
+}
+
+static void test_wire_frame_reader_buffers_only_what_arrived(void **state)
+{
+    char hdr[RD_WIRE_FRAME_PREFIX];
+    rd_wire_frame_put_header(hdr, RD_WIRE_FRAME_MAX);
+    struct rd_wire_frame_reader r;
+    rd_wire_frame_reader_init(&r);
+    size_t used = 0;
+    assert_int_equal(rd_wire_frame_feed(&r, hdr, sizeof hdr, &used), RD_EAGAIN);
+    assert_int_equal(r.body_len, RD_WIRE_FRAME_MAX);
+    assert_true(r.frame.cap < 4096); /* a promise of 7 MB is not paid for up front */
+    rd_wire_frame_reader_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1213,6 +1315,10 @@ int main(void)
         cmocka_unit_test(test_wire_frame_header_refuses_empty_and_huge_frames),
         cmocka_unit_test(test_wire_frame_prefix_is_big_endian),
         cmocka_unit_test(test_wire_frame_carries_one_packet),
+        cmocka_unit_test(test_wire_frame_reader_takes_a_frame_one_byte_at_a_time),
+        cmocka_unit_test(test_wire_frame_reader_splits_two_frames_back_to_back),
+        cmocka_unit_test(test_wire_frame_reader_refuses_an_oversize_prefix_for_good),
+        cmocka_unit_test(test_wire_frame_reader_buffers_only_what_arrived),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
