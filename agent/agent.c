@@ -4,7 +4,7 @@
  * Everything happens on one libuv loop, in one thread:
  *   UDP datagram ─ decode ─► rd_swim_recv ─┐
  *   tick timer ──────────► rd_swim_tick ───┼─► flush(): send packets, open syncs,
- *   TCP sync frame ─ decode ─► sync_recv ──┘   log events, schedule ring rebuild, re-arm tick
+ *   TCP sync frame (sync.c) ─► sync_recv ──┘   log events, schedule ring rebuild, re-arm tick
  * A rebuild waits RD_REBUILD_COALESCE_MS after the first change so a burst of changes
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
@@ -12,7 +12,8 @@
  * RD_REBUILD_BURST (a rate limit by theoretical arrival time): a rebuild costs O(points),
  * and in a join storm on a shared host it was most of every agent's CPU, while a join of
  * a few members still settles its ring within a few hundred ms.
- * Full-state syncs use TCP on the same port as UDP: one framed request, one framed reply.
+ * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
+ * calls back here after it changed the core, so the agent flushes.
  */
 #include "agent.h"
 
@@ -28,6 +29,7 @@
 #include "log.h"
 #include "query.h"
 #include "rd_err.h"
+#include "sync.h"
 #include "wire.h"
 
 /** Changes arriving within this window cost one ring rebuild. */
@@ -38,32 +40,15 @@
 #define RD_REBUILD_BURST 3
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
 #define RD_TRIM_QUIET_MS 5000
-/** A sync exchange (connect, send, receive) must finish within this. */
-#define RD_SYNC_TIMEOUT_MS 5000
-/** Sync exchanges served at once; more are refused (the peer retries later). */
-#define RD_SYNC_MAX_INCOMING 32
 /** Datagrams handled per wake-up before the loop looks at other work. */
 #define RD_UDP_BATCH 32
-
-struct sync_conn {
-    struct rd_agent *agent;
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    uv_connect_t connect;
-    uv_write_t write;
-    struct rd_addr peer;
-    bool outgoing, replied, failed;
-    char *out;            /* frame being written */
-    struct rd_buf in;     /* frame being read */
-    int closing;
-};
 
 struct rd_agent {
     struct rd_agent_config cfg;
     uv_loop_t *loop;
     struct rd_swim *swim;
     uv_udp_t udp;
-    uv_tcp_t listener;
+    struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
     uv_signal_t sigterm, sigint;
     struct rd_query *query;
@@ -74,9 +59,8 @@ struct rd_agent {
     bool leaving, left, was_joined;
     int exit_code;
     uint64_t start_ms;
-    size_t incoming_syncs;
     struct rd_member *rx_members; /* decoder scratch for one datagram */
-    uint64_t malformed_packets, malformed_syncs;
+    uint64_t malformed_packets;
     char udp_buf[65536];
     char tx_buf[RD_PACKET_BUDGET];
 };
@@ -118,8 +102,7 @@ static void publish_ring(struct rd_agent *a, const struct rd_ring_diff *d)
         fields[n++] = d->moves[k].to;
         fields[n++] = shares[k];
     }
-    if (a->query)
-        rd_query_publish(a->query, fields, n);
+    if (a->query) rd_query_publish(a->query, fields, n);
 }
 
 static void rebuild_ring(struct rd_agent *a)
@@ -133,7 +116,8 @@ static void rebuild_ring(struct rd_agent *a)
     for (size_t i = 0; i < count; i++) {
         const struct rd_member *m = rd_swim_member(a->swim, i);
         if (m->status == RD_ALIVE || m->status == RD_SUSPECT)
-            rm[n++] = (struct rd_ring_member){.name = m->name, .weight = m->weight, .zone = m->zone};
+            rm[n++] =
+                (struct rd_ring_member){.name = m->name, .weight = m->weight, .zone = m->zone};
     }
     struct rd_ring *ring;
     int rc = rd_ring_new(rm, n, a->cfg.vnodes, &ring);
@@ -148,8 +132,7 @@ static void rebuild_ring(struct rd_agent *a)
         return;
     }
     struct rd_ring_diff d;
-    if (rd_ring_diff(a->ring, ring, &d) < 0)
-        d = (struct rd_ring_diff){.moved = -1};
+    if (rd_ring_diff(a->ring, ring, &d) < 0) d = (struct rd_ring_diff){.moved = -1};
     rd_ring_delete(a->ring);
     a->ring = ring;
     a->ring_version++;
@@ -189,8 +172,7 @@ static void on_rebuild_timer(uv_timer_t *t)
 
 static void schedule_rebuild(struct rd_agent *a)
 {
-    if (a->rebuild_pending)
-        return;
+    if (a->rebuild_pending) return;
     a->rebuild_pending = true;
     uint64_t now = now_ms(), due = now + RD_REBUILD_COALESCE_MS;
     uint64_t earliest = a->rebuild_tat_ms - (uint64_t)RD_REBUILD_BURST * RD_REBUILD_GAP_MS;
@@ -230,217 +212,7 @@ static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
     char inc[24];
     snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
     const char *fields[] = {"member", m->name, rd_status_name(m->status), addr, inc};
-    if (a->query)
-        rd_query_publish(a->query, fields, 5);
-}
-
-/* ---------------------------------------------------------------- sync over TCP */
-
-static void sync_close_cb(uv_handle_t *h)
-{
-    struct sync_conn *c = h->data;
-    if (++c->closing < 2)
-        return; /* both the stream and the timer must be closed */
-    if (!c->outgoing)
-        c->agent->incoming_syncs--;
-    free(c->out);
-    rd_buf_free(&c->in);
-    free(c);
-}
-
-static void sync_finish(struct sync_conn *c, bool ok)
-{
-    if (uv_is_closing((uv_handle_t *)&c->tcp))
-        return;
-    struct rd_agent *a = c->agent;
-    if (c->outgoing && !ok)
-        rd_swim_sync_failed(a->swim, now_ms(), &c->peer);
-    uv_close((uv_handle_t *)&c->tcp, sync_close_cb);
-    uv_close((uv_handle_t *)&c->timer, sync_close_cb);
-    flush(a);
-}
-
-static void sync_timeout(uv_timer_t *t)
-{
-    struct sync_conn *c = t->data;
-    char addr[RD_ADDR_STRLEN];
-    rd_logf(RD_LOG_DEBUG, "sync timed out", RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
-    sync_finish(c, false);
-}
-
-/* Encodes our full state as one frame; NULL on failure. */
-static char *encode_state(struct rd_agent *a, uint8_t flags, size_t *len)
-{
-    struct rd_packet pkt;
-    rd_swim_sync_state(a->swim, flags, &pkt);
-    size_t cap = RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX;
-    for (size_t i = 0; i < pkt.nmembers; i++)
-        cap += rd_wire_member_size_max(&pkt.members[i]);
-    char *buf = malloc(RD_WIRE_FRAME_PREFIX + cap);
-    size_t body;
-    if (!buf || rd_wire_encode(&pkt, buf + RD_WIRE_FRAME_PREFIX, cap, &body) < 0) {
-        free(buf);
-        return NULL;
-    }
-    rd_wire_frame_put_header(buf, (uint32_t)body);
-    *len = RD_WIRE_FRAME_PREFIX + body;
-    return buf;
-}
-
-static void sync_written(uv_write_t *w, int status)
-{
-    struct sync_conn *c = w->data;
-    free(c->out);
-    c->out = NULL;
-    if (status < 0) {
-        sync_finish(c, false);
-        return;
-    }
-    if (!c->outgoing) /* we answered: done */
-        sync_finish(c, true);
-}
-
-static int sync_send(struct sync_conn *c, uint8_t flags)
-{
-    size_t len;
-    c->out = encode_state(c->agent, flags, &len);
-    if (!c->out)
-        return -1;
-    uv_buf_t b = uv_buf_init(c->out, (unsigned)len);
-    c->write.data = c;
-    return uv_write(&c->write, (uv_stream_t *)&c->tcp, &b, 1, sync_written);
-}
-
-static void sync_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
-{
-    struct sync_conn *c = h->data;
-    if (rd_buf_reserve(&c->in, 65536) < 0) {
-        *b = uv_buf_init(NULL, 0);
-        return;
-    }
-    *b = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len));
-}
-
-/* A whole frame arrived: merge it, and answer if we are the server side. */
-static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
-{
-    struct rd_agent *a = c->agent;
-    /* the frame's length bounds how many records it can hold, hence the scratch we need */
-    size_t cap = len / RD_WIRE_MEMBER_MIN + 1;
-    if (cap > RD_MAX_MEMBERS)
-        cap = RD_MAX_MEMBERS;
-    struct rd_member *members = malloc(cap * sizeof *members);
-    struct rd_packet pkt;
-    const char *reason = "out of memory";
-    if (!members || rd_wire_decode(body, len, &pkt, members, cap, &reason) < 0) {
-        a->malformed_syncs++;
-        char addr[RD_ADDR_STRLEN];
-        rd_logf(RD_LOG_DEBUG, "malformed sync dropped", RD_FSTR("reason", reason),
-                RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
-        free(members);
-        sync_finish(c, false);
-        return;
-    }
-    bool reply = rd_swim_sync_recv(a->swim, now_ms(), &pkt);
-    free(members);
-    if (!c->outgoing && reply && !c->replied) {
-        c->replied = true;
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        if (sync_send(c, 0) < 0)
-            sync_finish(c, false);
-        flush(a);
-        return;
-    }
-    sync_finish(c, true);
-}
-
-static void sync_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-    struct sync_conn *c = s->data;
-    if (n < 0) {
-        sync_finish(c, false);
-        return;
-    }
-    c->in.len += (size_t)n;
-    uint32_t body;
-    int rc = rd_wire_frame_header(c->in.data, c->in.len, &body);
-    if (rc == RD_EAGAIN)
-        return;
-    if (rc < 0) {
-        c->agent->malformed_syncs++;
-        sync_finish(c, false);
-        return;
-    }
-    if (c->in.len < RD_WIRE_FRAME_PREFIX + (size_t)body)
-        return;
-    sync_frame(c, c->in.data + RD_WIRE_FRAME_PREFIX, body);
-}
-
-static struct sync_conn *sync_conn_new(struct rd_agent *a, bool outgoing)
-{
-    struct sync_conn *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    c->agent = a;
-    c->outgoing = outgoing;
-    rd_buf_init(&c->in);
-    uv_tcp_init(a->loop, &c->tcp);
-    uv_timer_init(a->loop, &c->timer);
-    c->tcp.data = c->timer.data = c;
-    uv_timer_start(&c->timer, sync_timeout, RD_SYNC_TIMEOUT_MS, 0);
-    return c;
-}
-
-static void sync_connected(uv_connect_t *req, int status)
-{
-    struct sync_conn *c = req->data;
-    if (status < 0) {
-        char addr[RD_ADDR_STRLEN];
-        rd_logf(RD_LOG_DEBUG, "sync connect failed", RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)),
-                RD_FSTR("error", uv_strerror(status)));
-        sync_finish(c, false);
-        return;
-    }
-    if (sync_send(c, RD_SYNC_REPLY) < 0 ||
-        uv_read_start((uv_stream_t *)&c->tcp, sync_alloc, sync_read) < 0)
-        sync_finish(c, false);
-}
-
-static void sync_start(struct rd_agent *a, const struct rd_addr *to)
-{
-    struct sync_conn *c = sync_conn_new(a, true);
-    if (!c) {
-        rd_swim_sync_failed(a->swim, now_ms(), to);
-        return;
-    }
-    c->peer = *to;
-    struct sockaddr_storage ss;
-    rd_addr_to_sockaddr(to, &ss);
-    c->connect.data = c;
-    int rc = uv_tcp_connect(&c->connect, &c->tcp, (struct sockaddr *)&ss, sync_connected);
-    if (rc < 0)
-        sync_finish(c, false);
-}
-
-static void on_sync_accept(uv_stream_t *server, int status)
-{
-    struct rd_agent *a = server->data;
-    if (status < 0)
-        return;
-    struct sync_conn *c = sync_conn_new(a, false);
-    if (!c)
-        return;
-    a->incoming_syncs++;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || a->incoming_syncs > RD_SYNC_MAX_INCOMING) {
-        sync_finish(c, false);
-        return;
-    }
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        rd_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer);
-    if (uv_read_start((uv_stream_t *)&c->tcp, sync_alloc, sync_read) < 0)
-        sync_finish(c, false);
+    if (a->query) rd_query_publish(a->query, fields, 5);
 }
 
 /* ---------------------------------------------------------------- UDP and timers */
@@ -454,8 +226,7 @@ static void on_tick(uv_timer_t *t)
 
 static void finish_leave(struct rd_agent *a)
 {
-    if (a->left)
-        return;
+    if (a->left) return;
     a->left = true;
     rd_logf(RD_LOG_INFO, "agent stopped", RD_FSTR("member", a->cfg.name),
             RD_FSTR("reason", "left the cluster"));
@@ -487,7 +258,7 @@ static void flush(struct rd_agent *a)
         uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss); /* a full buffer is loss */
     }
     while (rd_swim_poll_sync(a->swim, &to))
-        sync_start(a, &to);
+        rd_sync_connect(a->sync, &to);
     struct rd_swim_event ev;
     while (rd_swim_poll_event(a->swim, &ev)) {
         if (ev.conflict) {
@@ -500,8 +271,7 @@ static void flush(struct rd_agent *a)
             continue;
         }
         log_event(a, &ev);
-        if (in_ring(ev.member.status) != in_ring(ev.old_status) || ev.is_new)
-            schedule_rebuild(a);
+        if (in_ring(ev.member.status) != in_ring(ev.old_status) || ev.is_new) schedule_rebuild(a);
     }
     if (!a->was_joined && rd_swim_joined(a->swim)) {
         a->was_joined = true;
@@ -512,8 +282,7 @@ static void flush(struct rd_agent *a)
     const struct rd_member *namesake = rd_swim_conflict(a->swim);
     if (namesake && !a->left) {
         char theirs[RD_ADDR_STRLEN];
-        rd_logf(RD_LOG_ERROR, "name already in use: stopping",
-                RD_FSTR("member", namesake->name),
+        rd_logf(RD_LOG_ERROR, "name already in use: stopping", RD_FSTR("member", namesake->name),
                 RD_FSTR("other_addr", rd_addr_format(&namesake->addr, theirs, sizeof theirs)),
                 RD_FSTR("hint", "give this agent another --name"));
         a->exit_code = 1;
@@ -530,6 +299,12 @@ static void flush(struct rd_agent *a)
     uv_timer_start(&a->tick_timer, on_tick, next > now ? next - now : 0, 0);
 }
 
+/* A sync merged a peer's state or failed: send what the core wants sent now. */
+static void on_sync_changed(void *ctx)
+{
+    flush(ctx);
+}
+
 static void udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct rd_agent *a = h->data;
@@ -540,13 +315,13 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
                      unsigned flags)
 {
     struct rd_agent *a = u->data;
-    if (n <= 0 || !from)
-        return;
+    if (n <= 0 || !from) return;
     struct rd_packet pkt;
     const char *reason;
     struct rd_addr src;
     if ((flags & UV_UDP_PARTIAL) || rd_addr_from_sockaddr(from, &src) < 0 ||
-        rd_wire_decode(b->base, (size_t)n, &pkt, a->rx_members, RD_PACKET_MAX_MEMBERS, &reason) < 0) {
+        rd_wire_decode(b->base, (size_t)n, &pkt, a->rx_members, RD_PACKET_MAX_MEMBERS, &reason) <
+            0) {
         a->malformed_packets++; /* counted and dropped: the network is not trusted */
         return;
     }
@@ -558,8 +333,7 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
 
 void rd_agent_leave(struct rd_agent *a)
 {
-    if (a->leaving)
-        return;
+    if (a->leaving) return;
     a->leaving = true;
     size_t counts[4];
     rd_swim_counts(a->swim, counts);
@@ -614,28 +388,28 @@ int rd_agent_info(struct rd_agent *a, struct rd_buf *out)
     const struct rd_swim_stats *st = rd_swim_stats(a->swim);
     char addr[RD_ADDR_STRLEN], text[2048];
     rd_addr_format(&me->addr, addr, sizeof addr);
-    int n = snprintf(text, sizeof text,
-                     "# ringd\r\n"
-                     "name:%s\r\naddr:%s\r\nstatus:%s\r\nincarnation:%" PRIu64 "\r\n"
-                     "uptime_s:%" PRIu64 "\r\n"
-                     "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
-                     "members_checksum:%016" PRIx64 "\r\n"
-                     "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nring_members:%zu\r\n"
-                     "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\n"
-                     "health:%u\r\njoined:%d\r\n"
-                     "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
-                     "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
-                     "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
-                     "syncs_malformed:%" PRIu64 "\r\n",
-                     me->name, addr, rd_status_name(me->status), me->incarnation,
-                     (now_ms() - a->start_ms) / 1000, counts[RD_ALIVE], counts[RD_SUSPECT],
-                     counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(a->swim), a->ring_version,
-                     rd_ring_checksum(a->ring), rd_ring_member_count(a->ring),
-                     rd_ring_point_count(a->ring), a->cfg.vnodes, a->cfg.weight / RD_WEIGHT_ONE,
-                     a->cfg.weight % RD_WEIGHT_ONE, rd_swim_health(a->swim),
-                     rd_swim_joined(a->swim), st->packets_in, st->packets_out, a->malformed_packets,
-                     st->probes, st->probes_failed, st->refutes, st->syncs_in, st->syncs_out,
-                     st->syncs_failed, a->malformed_syncs);
+    int n = snprintf(
+        text, sizeof text,
+        "# ringd\r\n"
+        "name:%s\r\naddr:%s\r\nstatus:%s\r\nincarnation:%" PRIu64 "\r\n"
+        "uptime_s:%" PRIu64 "\r\n"
+        "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
+        "members_checksum:%016" PRIx64 "\r\n"
+        "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nring_members:%zu\r\n"
+        "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\n"
+        "health:%u\r\njoined:%d\r\n"
+        "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
+        "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
+        "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
+        "syncs_malformed:%" PRIu64 "\r\n",
+        me->name, addr, rd_status_name(me->status), me->incarnation,
+        (now_ms() - a->start_ms) / 1000, counts[RD_ALIVE], counts[RD_SUSPECT], counts[RD_DEAD],
+        counts[RD_LEFT], rd_swim_checksum(a->swim), a->ring_version, rd_ring_checksum(a->ring),
+        rd_ring_member_count(a->ring), rd_ring_point_count(a->ring), a->cfg.vnodes,
+        a->cfg.weight / RD_WEIGHT_ONE, a->cfg.weight % RD_WEIGHT_ONE, rd_swim_health(a->swim),
+        rd_swim_joined(a->swim), st->packets_in, st->packets_out, a->malformed_packets, st->probes,
+        st->probes_failed, st->refutes, st->syncs_in, st->syncs_out, st->syncs_failed,
+        rd_sync_malformed(a->sync));
     return rd_buf_append(out, text, n > 0 ? (size_t)n : 0);
 }
 
@@ -644,12 +418,10 @@ int rd_agent_info(struct rd_agent *a, struct rd_buf *out)
 /* An agent bound to 0.0.0.0 must still tell others a reachable address. */
 static int pick_advertise(struct rd_agent_config *cfg)
 {
-    if (!rd_addr_is_any(&cfg->advertise))
-        return 0;
+    if (!rd_addr_is_any(&cfg->advertise)) return 0;
     uv_interface_address_t *ifs;
     int n;
-    if (uv_interface_addresses(&ifs, &n) < 0)
-        return -1;
+    if (uv_interface_addresses(&ifs, &n) < 0) return -1;
     int rc = -1;
     for (int pass = 0; pass < 2 && rc < 0; pass++)
         for (int i = 0; i < n && rc < 0; i++) {
@@ -668,7 +440,7 @@ static int pick_advertise(struct rd_agent_config *cfg)
     return rc;
 }
 
-static int open_sockets(struct rd_agent *a, char *err, size_t errlen)
+static int open_udp(struct rd_agent *a, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     rd_addr_to_sockaddr(&a->cfg.bind, &ss);
@@ -676,37 +448,25 @@ static int open_sockets(struct rd_agent *a, char *err, size_t errlen)
     rd_addr_format(&a->cfg.bind, addr, sizeof addr);
     unsigned v6only = a->cfg.bind.family == 6 ? UV_UDP_IPV6ONLY : 0;
     int rc = uv_udp_init(a->loop, &a->udp);
-    if (rc == 0)
-        rc = uv_udp_bind(&a->udp, (struct sockaddr *)&ss, v6only);
+    if (rc == 0) rc = uv_udp_bind(&a->udp, (struct sockaddr *)&ss, v6only);
     if (rc < 0) {
         snprintf(err, errlen, "cannot bind UDP %s: %s", addr, uv_strerror(rc));
-        return -1;
+        return RD_EIO;
     }
     a->udp.data = a;
     uv_udp_recv_start(&a->udp, udp_alloc, udp_recv);
-    uv_tcp_init(a->loop, &a->listener);
-    a->listener.data = a;
-    rc = uv_tcp_bind(&a->listener, (struct sockaddr *)&ss, v6only ? UV_TCP_IPV6ONLY : 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&a->listener, 128, on_sync_accept);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot listen on TCP %s: %s", addr, uv_strerror(rc));
-        return -1;
-    }
     return 0;
 }
 
 static void close_walk(uv_handle_t *h, void *arg)
 {
-    if (!uv_is_closing(h))
-        uv_close(h, h->type == UV_TCP && h->data && h->data != arg ? sync_close_cb : NULL);
+    if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
 int rd_agent_run(const struct rd_agent_config *config)
 {
     struct rd_agent *a = calloc(1, sizeof *a);
-    if (!a)
-        return 1;
+    if (!a) return 1;
     a->cfg = *config;
     rd_log_setup(stderr, a->cfg.log_format, a->cfg.log_level);
     a->loop = uv_default_loop();
@@ -714,19 +474,14 @@ int rd_agent_run(const struct rd_agent_config *config)
     char err[512];
     int code = 1;
     a->rx_members = malloc(RD_PACKET_MAX_MEMBERS * sizeof *a->rx_members);
-    if (!a->rx_members)
-        goto out;
+    if (!a->rx_members) goto out;
     if (pick_advertise(&a->cfg) < 0) {
         rd_logf(RD_LOG_ERROR, "cannot pick an address to advertise",
                 RD_FSTR("hint", "use --advertise HOST:PORT"));
         goto out;
     }
-    if (open_sockets(a, err, sizeof err) < 0) {
-        rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
-        goto out;
-    }
-    struct rd_member self = {.addr = a->cfg.advertise, .weight = a->cfg.weight,
-                             .incarnation = wall_ms()};
+    struct rd_member self = {
+        .addr = a->cfg.advertise, .weight = a->cfg.weight, .incarnation = wall_ms()};
     snprintf(self.name, sizeof self.name, "%s", a->cfg.name);
     snprintf(self.zone, sizeof self.zone, "%s", a->cfg.zone);
     snprintf(self.tags, sizeof self.tags, "%s", a->cfg.tags);
@@ -736,6 +491,12 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->swim = rd_swim_new(&sc, &self, seed, now_ms());
     if (!a->swim || rd_ring_new(NULL, 0, a->cfg.vnodes, &a->ring) < 0) {
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", "out of memory"));
+        goto out;
+    }
+    if (open_udp(a, err, sizeof err) < 0 ||
+        rd_sync_start(a->loop, a->swim, &a->cfg.bind, on_sync_changed, a, &a->sync, err,
+                      sizeof err) < 0) {
+        rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
         goto out;
     }
     if (rd_query_start(a->loop, a, a->cfg.socket_path, a->cfg.socket_mode, &a->query, err,
@@ -767,22 +528,21 @@ int rd_agent_run(const struct rd_agent_config *config)
     size_t nseeds = 0;
     for (int i = 0; i < a->cfg.njoins; i++) {
         char why[128];
-        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, &seeds[nseeds], why,
-                            sizeof why) < 0) {
+        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, &seeds[nseeds], why, sizeof why) <
+            0) {
             rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
                     RD_FSTR("error", why));
             continue;
         }
         nseeds++;
     }
-    if (nseeds)
-        rd_swim_join(a->swim, now_ms(), seeds, nseeds);
+    if (nseeds) rd_swim_join(a->swim, now_ms(), seeds, nseeds);
     flush(a);
     uv_run(a->loop, UV_RUN_DEFAULT);
     code = a->left ? a->exit_code : 1;
 out:
-    if (a->query)
-        rd_query_close(a->query);
+    if (a->query) rd_query_close(a->query);
+    rd_sync_close(a->sync);
     uv_walk(a->loop, close_walk, a);
     uv_run(a->loop, UV_RUN_DEFAULT);
     uv_loop_close(a->loop);

@@ -1,0 +1,349 @@
+/*
+ * sync.c — full-state sync over TCP (see sync.h).
+ *
+ * One connection, either side:
+ *
+ *   outgoing:  connect ──► write our state (flag REPLY) ──► read their frame ──► merge, done
+ *   incoming:  accept ──► read their frame ──► merge ──► write our state if they asked ──► done
+ *
+ * A connection is a TCP handle and a timer (RD_SYNC_TIMEOUT_MS for the whole exchange),
+ * and is freed once both are closed. Bytes go through a frame reader (proto/wire.h), so
+ * all the framing rules are in one I/O-free place; each read lands in one buffer shared by
+ * every connection, since a read callback runs to its end before the next read.
+ *
+ * The module owns everything it allocates. The server object goes when its last handle
+ * has closed after rd_sync_close(), like the query server, so no callback ever sees freed
+ * memory.
+ */
+#include "sync.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "addr.h"
+#include "buf.h"
+#include "log.h"
+#include "rd_err.h"
+#include "swim.h"
+#include "wire.h"
+
+/** Bytes made available to each read. */
+#define RD_SYNC_READ_CHUNK 65536
+
+struct sync_conn {
+    struct rd_sync *s;
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_connect_t connect;
+    uv_write_t write;
+    struct rd_addr peer;
+    bool outgoing, replied;
+    char *out;                          /* frame being written */
+    struct rd_wire_frame_reader reader; /* frame being read */
+    int closed;                         /* close callbacks run (2: both handles) */
+    struct sync_conn *prev, *next;      /* s->conns */
+};
+
+struct rd_sync {
+    uv_loop_t *loop;
+    struct rd_swim *swim;
+    rd_sync_changed_fn changed;
+    void *ctx;
+    uv_tcp_t listener;
+    struct sync_conn *conns;
+    size_t incoming; /* accepted connections not closed yet */
+    size_t handles;  /* open handles: the listener and two a connection */
+    bool closing;    /* rd_sync_close was called */
+    uint64_t malformed;
+    char read_buf[RD_SYNC_READ_CHUNK];
+};
+
+static uint64_t now_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
+
+/* ---------------------------------------------------------------- lifetimes */
+
+static void sync_release(struct rd_sync *s)
+{
+    if (s->closing && s->handles == 0) free(s);
+}
+
+static void conn_closed(uv_handle_t *h)
+{
+    struct sync_conn *c = h->data;
+    struct rd_sync *s = c->s;
+    s->handles--;
+    if (++c->closed < 2) return; /* both the stream and the timer must be closed */
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    if (!c->outgoing) s->incoming--;
+    free(c->out);
+    rd_wire_frame_reader_free(&c->reader);
+    free(c);
+    sync_release(s);
+}
+
+static void conn_close(struct sync_conn *c)
+{
+    if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
+    uv_close((uv_handle_t *)&c->tcp, conn_closed);
+    uv_close((uv_handle_t *)&c->timer, conn_closed);
+}
+
+/* The exchange is over: a failed outgoing sync is the core's business, then the owner
+ * flushes whatever the core wants sent now. */
+static void sync_finish(struct sync_conn *c, bool ok)
+{
+    if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
+    struct rd_sync *s = c->s;
+    if (c->outgoing && !ok) rd_swim_sync_failed(s->swim, now_ms(), &c->peer);
+    conn_close(c);
+    s->changed(s->ctx);
+}
+
+static void sync_timeout(uv_timer_t *t)
+{
+    struct sync_conn *c = t->data;
+    char addr[RD_ADDR_STRLEN];
+    rd_logf(RD_LOG_DEBUG, "sync timed out",
+            RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
+    sync_finish(c, false);
+}
+
+static struct sync_conn *conn_new(struct rd_sync *s, bool outgoing)
+{
+    struct sync_conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->s = s;
+    c->outgoing = outgoing;
+    rd_wire_frame_reader_init(&c->reader);
+    uv_tcp_init(s->loop, &c->tcp);
+    uv_timer_init(s->loop, &c->timer);
+    c->tcp.data = c->timer.data = c;
+    s->handles += 2;
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    if (!outgoing) s->incoming++;
+    uv_timer_start(&c->timer, sync_timeout, RD_SYNC_TIMEOUT_MS, 0);
+    return c;
+}
+
+/* ---------------------------------------------------------------- sending */
+
+/* Encodes our full state as one frame into *out; 0 or RD_ENOMEM / RD_E2BIG. */
+static int encode_state(struct rd_swim *swim, uint8_t flags, char **out, size_t *len)
+{
+    struct rd_packet pkt;
+    rd_swim_sync_state(swim, flags, &pkt);
+    size_t cap = RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX;
+    for (size_t i = 0; i < pkt.nmembers; i++)
+        cap += rd_wire_member_size_max(&pkt.members[i]);
+    char *buf = malloc(RD_WIRE_FRAME_PREFIX + cap);
+    if (!buf) return RD_ENOMEM;
+    size_t body;
+    int rc = rd_wire_encode(&pkt, buf + RD_WIRE_FRAME_PREFIX, cap, &body);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    rd_wire_frame_put_header(buf, (uint32_t)body);
+    *out = buf;
+    *len = RD_WIRE_FRAME_PREFIX + body;
+    return 0;
+}
+
+static void sync_written(uv_write_t *w, int status)
+{
+    struct sync_conn *c = w->data;
+    free(c->out);
+    c->out = NULL;
+    if (status < 0) {
+        sync_finish(c, false);
+        return;
+    }
+    if (!c->outgoing) /* we answered: done */
+        sync_finish(c, true);
+}
+
+/* Starts writing our state; 0, or an RD_E* code when nothing could be sent. */
+static int sync_send(struct sync_conn *c, uint8_t flags)
+{
+    size_t len;
+    int rc = encode_state(c->s->swim, flags, &c->out, &len);
+    if (rc < 0) return rc;
+    uv_buf_t b = uv_buf_init(c->out, (unsigned)len);
+    c->write.data = c;
+    return uv_write(&c->write, (uv_stream_t *)&c->tcp, &b, 1, sync_written) < 0 ? RD_EIO : 0;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+static void sync_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    struct sync_conn *c = h->data;
+    *b = uv_buf_init(c->s->read_buf, sizeof c->s->read_buf);
+}
+
+/* A whole frame arrived: merge it, and answer if we are the server side. */
+static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
+{
+    struct rd_sync *s = c->s;
+    /* the frame's length bounds how many records it can hold, hence the scratch we need */
+    size_t cap = len / RD_WIRE_MEMBER_MIN + 1;
+    if (cap > RD_MAX_MEMBERS) cap = RD_MAX_MEMBERS;
+    struct rd_member *members = malloc(cap * sizeof *members);
+    struct rd_packet pkt;
+    const char *reason = "out of memory";
+    if (!members || rd_wire_decode(body, len, &pkt, members, cap, &reason) < 0) {
+        s->malformed++;
+        char addr[RD_ADDR_STRLEN];
+        rd_logf(RD_LOG_DEBUG, "malformed sync dropped", RD_FSTR("reason", reason),
+                RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
+        free(members);
+        sync_finish(c, false);
+        return;
+    }
+    bool reply = rd_swim_sync_recv(s->swim, now_ms(), &pkt);
+    free(members);
+    if (!c->outgoing && reply && !c->replied) {
+        c->replied = true;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        if (sync_send(c, 0) < 0) sync_finish(c, false);
+        s->changed(s->ctx);
+        return;
+    }
+    sync_finish(c, true);
+}
+
+static void sync_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
+{
+    struct sync_conn *c = stream->data;
+    if (n < 0) {
+        sync_finish(c, false);
+        return;
+    }
+    size_t used; /* bytes after the frame are not part of the exchange: ignored */
+    int rc = rd_wire_frame_feed(&c->reader, b->base, (size_t)n, &used);
+    if (rc == RD_EAGAIN) return;
+    if (rc < 0) {
+        if (rc != RD_ENOMEM) c->s->malformed++;
+        sync_finish(c, false);
+        return;
+    }
+    sync_frame(c, c->reader.body, c->reader.body_len);
+}
+
+/* ---------------------------------------------------------------- connecting */
+
+static void sync_connected(uv_connect_t *req, int status)
+{
+    struct sync_conn *c = req->data;
+    if (status < 0) {
+        char addr[RD_ADDR_STRLEN];
+        if (!c->s->closing)
+            rd_logf(RD_LOG_DEBUG, "sync connect failed",
+                    RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)),
+                    RD_FSTR("error", uv_strerror(status)));
+        sync_finish(c, false);
+        return;
+    }
+    if (sync_send(c, RD_SYNC_REPLY) < 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, sync_alloc, sync_read) < 0)
+        sync_finish(c, false);
+}
+
+void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to)
+{
+    struct sync_conn *c = s->closing ? NULL : conn_new(s, true);
+    if (!c) {
+        rd_swim_sync_failed(s->swim, now_ms(), to);
+        return;
+    }
+    c->peer = *to;
+    struct sockaddr_storage ss;
+    rd_addr_to_sockaddr(to, &ss);
+    c->connect.data = c;
+    int rc = uv_tcp_connect(&c->connect, &c->tcp, (struct sockaddr *)&ss, sync_connected);
+    if (rc < 0) sync_finish(c, false);
+}
+
+static void on_accept(uv_stream_t *server, int status)
+{
+    struct rd_sync *s = server->data;
+    if (status < 0 || s->closing) return;
+    struct sync_conn *c = conn_new(s, false);
+    if (!c) return;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || s->incoming > RD_SYNC_MAX_INCOMING) {
+        sync_finish(c, false);
+        return;
+    }
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        rd_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer);
+    if (uv_read_start((uv_stream_t *)&c->tcp, sync_alloc, sync_read) < 0) sync_finish(c, false);
+}
+
+/* ---------------------------------------------------------------- start and stop */
+
+static void listener_closed(uv_handle_t *h)
+{
+    struct rd_sync *s = h->data;
+    s->handles--;
+    sync_release(s);
+}
+
+int rd_sync_start(uv_loop_t *loop, struct rd_swim *swim, const struct rd_addr *bind,
+                  rd_sync_changed_fn changed, void *ctx, struct rd_sync **out, char *err,
+                  size_t errlen)
+{
+    *out = NULL;
+    struct rd_sync *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return RD_ENOMEM;
+    }
+    s->loop = loop;
+    s->swim = swim;
+    s->changed = changed;
+    s->ctx = ctx;
+    struct sockaddr_storage ss;
+    rd_addr_to_sockaddr(bind, &ss);
+    uv_tcp_init(loop, &s->listener);
+    s->listener.data = s;
+    s->handles = 1;
+    int rc =
+        uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, bind->family == 6 ? UV_TCP_IPV6ONLY : 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&s->listener, 128, on_accept);
+    if (rc < 0) {
+        char addr[RD_ADDR_STRLEN];
+        snprintf(err, errlen, "cannot listen on TCP %s: %s",
+                 rd_addr_format(bind, addr, sizeof addr), uv_strerror(rc));
+        s->closing = true;
+        uv_close((uv_handle_t *)&s->listener, listener_closed);
+        return RD_EIO;
+    }
+    *out = s;
+    return 0;
+}
+
+uint64_t rd_sync_malformed(const struct rd_sync *s)
+{
+    return s->malformed;
+}
+
+void rd_sync_close(struct rd_sync *s)
+{
+    if (!s || s->closing) return;
+    s->closing = true;
+    uv_close((uv_handle_t *)&s->listener, listener_closed);
+    for (struct sync_conn *c = s->conns; c; c = c->next)
+        conn_close(c);
+}
