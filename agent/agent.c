@@ -29,6 +29,8 @@
 #include "log.h"
 #include "query.h"
 #include "rd_err.h"
+#include "ring.h"
+#include "swim.h"
 #include "sync.h"
 #include "wire.h"
 
@@ -57,7 +59,7 @@ struct rd_agent {
     uint64_t rebuild_tat_ms; /* rate limit: the next rebuild's theoretical arrival time */
     bool rebuild_pending;
     bool leaving, left, was_joined;
-    int exit_code;
+    int exit_rc; /* what rd_agent_run returns once the loop stopped */
     uint64_t start_ms;
     struct rd_member *rx_members; /* decoder scratch for one datagram */
     uint64_t malformed_packets;
@@ -285,7 +287,7 @@ static void flush(struct rd_agent *a)
         rd_logf(RD_LOG_ERROR, "name already in use: stopping", RD_FSTR("member", namesake->name),
                 RD_FSTR("other_addr", rd_addr_format(&namesake->addr, theirs, sizeof theirs)),
                 RD_FSTR("hint", "give this agent another --name"));
-        a->exit_code = 1;
+        a->exit_rc = RD_EEXIST;
         a->left = true;
         uv_stop(a->loop);
         return;
@@ -331,7 +333,7 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
 
 /* ---------------------------------------------------------------- leave and signals */
 
-void rd_agent_leave(struct rd_agent *a)
+static void agent_leave(struct rd_agent *a)
 {
     if (a->leaving) return;
     a->leaving = true;
@@ -352,77 +354,64 @@ static void on_signal(uv_signal_t *s, int signum)
         finish_leave(a);
         return;
     }
-    rd_agent_leave(a);
+    agent_leave(a);
 }
 
-/* ---------------------------------------------------------------- accessors */
+/* ---------------------------------------------------------------- the query server's host */
 
-const struct rd_ring *rd_agent_ring(const struct rd_agent *a)
+static const struct rd_ring *host_ring(void *ctx)
 {
+    struct rd_agent *a = ctx;
     return a->ring;
 }
 
-struct rd_swim *rd_agent_swim(struct rd_agent *a)
+static struct rd_swim *host_swim(void *ctx)
 {
+    struct rd_agent *a = ctx;
     return a->swim;
 }
 
-int rd_agent_join(struct rd_agent *a, const char *hostport, const char **why)
+static void host_status(void *ctx, struct rd_query_status *out)
 {
+    struct rd_agent *a = ctx;
+    *out = (struct rd_query_status){
+        .uptime_s = (now_ms() - a->start_ms) / 1000,
+        .ring_version = a->ring_version,
+        .vnodes = a->cfg.vnodes,
+        .weight = a->cfg.weight,
+        .packets_malformed = a->malformed_packets,
+        .syncs_malformed = rd_sync_malformed(a->sync),
+    };
+}
+
+static int host_join(void *ctx, const char *hostport, char *err, size_t errlen)
+{
+    struct rd_agent *a = ctx;
     struct rd_addr seed;
-    static char text[128];
-    *why = text;
-    if (rd_addr_resolve(hostport, RD_DEFAULT_PORT, 0, &seed, text, sizeof text) < 0)
-        return RD_EINVAL;
+    int rc = rd_addr_resolve(hostport, RD_DEFAULT_PORT, 0, &seed, err, errlen);
+    if (rc < 0) return rc;
     rd_logf(RD_LOG_INFO, "joining", RD_FSTR("seed", hostport));
     rd_swim_join(a->swim, now_ms(), &seed, 1);
     flush(a);
     return 0;
 }
 
-int rd_agent_info(struct rd_agent *a, struct rd_buf *out)
+static void host_leave(void *ctx)
 {
-    size_t counts[4];
-    rd_swim_counts(a->swim, counts);
-    const struct rd_member *me = rd_swim_self(a->swim);
-    const struct rd_swim_stats *st = rd_swim_stats(a->swim);
-    char addr[RD_ADDR_STRLEN], text[2048];
-    rd_addr_format(&me->addr, addr, sizeof addr);
-    int n = snprintf(
-        text, sizeof text,
-        "# ringd\r\n"
-        "name:%s\r\naddr:%s\r\nstatus:%s\r\nincarnation:%" PRIu64 "\r\n"
-        "uptime_s:%" PRIu64 "\r\n"
-        "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
-        "members_checksum:%016" PRIx64 "\r\n"
-        "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nring_members:%zu\r\n"
-        "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\n"
-        "health:%u\r\njoined:%d\r\n"
-        "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
-        "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
-        "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
-        "syncs_malformed:%" PRIu64 "\r\n",
-        me->name, addr, rd_status_name(me->status), me->incarnation,
-        (now_ms() - a->start_ms) / 1000, counts[RD_ALIVE], counts[RD_SUSPECT], counts[RD_DEAD],
-        counts[RD_LEFT], rd_swim_checksum(a->swim), a->ring_version, rd_ring_checksum(a->ring),
-        rd_ring_member_count(a->ring), rd_ring_point_count(a->ring), a->cfg.vnodes,
-        a->cfg.weight / RD_WEIGHT_ONE, a->cfg.weight % RD_WEIGHT_ONE, rd_swim_health(a->swim),
-        rd_swim_joined(a->swim), st->packets_in, st->packets_out, a->malformed_packets, st->probes,
-        st->probes_failed, st->refutes, st->syncs_in, st->syncs_out, st->syncs_failed,
-        rd_sync_malformed(a->sync));
-    return rd_buf_append(out, text, n > 0 ? (size_t)n : 0);
+    agent_leave(ctx);
 }
 
 /* ---------------------------------------------------------------- start and stop */
 
-/* An agent bound to 0.0.0.0 must still tell others a reachable address. */
+/* An agent bound to 0.0.0.0 must still tell others a reachable address. 0, RD_EIO when
+ * the interfaces cannot be listed, RD_ENOENT when none has a usable address. */
 static int pick_advertise(struct rd_agent_config *cfg)
 {
     if (!rd_addr_is_any(&cfg->advertise)) return 0;
     uv_interface_address_t *ifs;
     int n;
-    if (uv_interface_addresses(&ifs, &n) < 0) return -1;
-    int rc = -1;
+    if (uv_interface_addresses(&ifs, &n) < 0) return RD_EIO;
+    int rc = RD_ENOENT;
     for (int pass = 0; pass < 2 && rc < 0; pass++)
         for (int i = 0; i < n && rc < 0; i++) {
             int fam = ifs[i].address.address4.sin_family;
@@ -466,16 +455,16 @@ static void close_walk(uv_handle_t *h, void *arg)
 int rd_agent_run(const struct rd_agent_config *config)
 {
     struct rd_agent *a = calloc(1, sizeof *a);
-    if (!a) return 1;
+    if (!a) return RD_ENOMEM;
     a->cfg = *config;
     rd_log_setup(stderr, a->cfg.log_format, a->cfg.log_level);
     a->loop = uv_default_loop();
     a->start_ms = now_ms();
     char err[512];
-    int code = 1;
+    int rc = RD_ENOMEM;
     a->rx_members = malloc(RD_PACKET_MAX_MEMBERS * sizeof *a->rx_members);
     if (!a->rx_members) goto out;
-    if (pick_advertise(&a->cfg) < 0) {
+    if ((rc = pick_advertise(&a->cfg)) < 0) {
         rd_logf(RD_LOG_ERROR, "cannot pick an address to advertise",
                 RD_FSTR("hint", "use --advertise HOST:PORT"));
         goto out;
@@ -490,17 +479,25 @@ int rd_agent_run(const struct rd_agent_config *config)
     uint64_t seed = a->cfg.seed ? a->cfg.seed : wall_ms() ^ ((uint64_t)getpid() << 32);
     a->swim = rd_swim_new(&sc, &self, seed, now_ms());
     if (!a->swim || rd_ring_new(NULL, 0, a->cfg.vnodes, &a->ring) < 0) {
+        rc = RD_ENOMEM;
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", "out of memory"));
         goto out;
     }
-    if (open_udp(a, err, sizeof err) < 0 ||
-        rd_sync_start(a->loop, a->swim, &a->cfg.bind, on_sync_changed, a, &a->sync, err,
-                      sizeof err) < 0) {
+    if ((rc = open_udp(a, err, sizeof err)) < 0 ||
+        (rc = rd_sync_start(a->loop, a->swim, &a->cfg.bind, on_sync_changed, a, &a->sync, err,
+                            sizeof err)) < 0) {
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
         goto out;
     }
-    if (rd_query_start(a->loop, a, a->cfg.socket_path, a->cfg.socket_mode, &a->query, err,
-                       sizeof err) < 0) {
+    struct rd_query_host host = {.ctx = a,
+                                 .ring = host_ring,
+                                 .swim = host_swim,
+                                 .status = host_status,
+                                 .join = host_join,
+                                 .leave = host_leave};
+    rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, &a->query, err,
+                        sizeof err);
+    if (rc < 0) {
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
         goto out;
     }
@@ -528,8 +525,8 @@ int rd_agent_run(const struct rd_agent_config *config)
     size_t nseeds = 0;
     for (int i = 0; i < a->cfg.njoins; i++) {
         char why[128];
-        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, &seeds[nseeds], why, sizeof why) <
-            0) {
+        struct rd_addr *to = &seeds[nseeds];
+        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, to, why, sizeof why) < 0) {
             rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
                     RD_FSTR("error", why));
             continue;
@@ -539,7 +536,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     if (nseeds) rd_swim_join(a->swim, now_ms(), seeds, nseeds);
     flush(a);
     uv_run(a->loop, UV_RUN_DEFAULT);
-    code = a->left ? a->exit_code : 1;
+    rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
 out:
     if (a->query) rd_query_close(a->query);
     rd_sync_close(a->sync);
@@ -550,5 +547,5 @@ out:
     rd_ring_delete(a->ring);
     free(a->rx_members);
     free(a);
-    return code;
+    return rc;
 }

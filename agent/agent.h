@@ -2,33 +2,36 @@
  * agent.h — the daemon: one libuv loop that owns the sockets and the clock, feeds the
  * membership core, rebuilds the ring and serves the query socket.
  *
- * The query server reaches the agent only through the accessors below, so it never
- * touches the core or the ring behind the agent's back.
+ * Where things are in agent/ (the library rd_agent; dependencies point down this list's
+ * arrows only, and no module below agent.c includes agent.h):
+ *   agent.c   the wiring: the loop, the timers (tick, ring rebuild, trim, leave), UDP
+ *             gossip, signals, and the hooks it hands to sync.c and query.c
+ *     ├─► sync.c    full-state sync over TCP: listener, connections, framing, timeouts
+ *     ├─► query.c   the query socket: the RESP server, its commands (OWNER, MEMBERS,
+ *     │             INFO, ...) and WATCH pub/sub together, against a host interface
+ *     ├─► log.c     one logfmt or JSON line per event
+ *     └─► addr.c    "host:port" text, resolution, rd_addr <-> sockaddr
+ *   config.c  `ringd agent` flags and config file, into struct rd_agent_config
+ * Planned next, each its own file beside these: keyring.c (gossip encryption keys),
+ * snapshot.c (member table saved across restarts), handlers.c (event handlers run on
+ * membership changes), dns.c (a DNS interface to the members), metrics.c (counters for
+ * scraping).
+ *
+ * The client side, `ringd members | owner | info | watch | join | leave` and the `ringd`
+ * entry point, lives in cli/: it talks to this daemon only through the query socket and
+ * depends on agent/, never the other way.
  */
 #ifndef RD_AGENT_H
 #define RD_AGENT_H
 
-#include <stdint.h>
-
-#include "buf.h"
 #include "config.h"
-#include "ring.h"
-#include "swim.h"
 
-struct rd_agent;
-
-/** Runs an agent until it has left; returns the process exit code (0 after a leave). */
+/**
+ * Runs an agent until it has left. Returns 0 after a graceful leave; otherwise a negative
+ * RD_E* code, the reason already logged: it could not start (RD_EIO for a socket, RD_EEXIST
+ * for a query socket in use, RD_ENOMEM...), or it stopped because another member holds its
+ * name (RD_EEXIST).
+ */
 int rd_agent_run(const struct rd_agent_config *cfg);
-
-/** The current ring snapshot (never NULL; may be empty). Valid until the loop runs again. */
-const struct rd_ring *rd_agent_ring(const struct rd_agent *a);
-/** The membership core, for reading the member table. */
-struct rd_swim *rd_agent_swim(struct rd_agent *a);
-/** Appends the INFO text ("field:value\r\n" lines) to out. Returns 0 or RD_ENOMEM. */
-int rd_agent_info(struct rd_agent *a, struct rd_buf *out);
-/** Joins through `hostport` (resolved now). Returns 0 or RD_EINVAL with *why. */
-int rd_agent_join(struct rd_agent *a, const char *hostport, const char **why);
-/** Starts a graceful leave; the agent exits once the leave went out. */
-void rd_agent_leave(struct rd_agent *a);
 
 #endif

@@ -48,13 +48,12 @@ int main(int argc, char **argv)
         struct rd_agent_config cfg;
         char err[512];
         int rc = rd_config_parse(&cfg, argc - 1, argv + 1, err, sizeof err);
-        if (rc == 1)
-            return 0;
+        if (rc == 1) return 0;
         if (rc < 0) {
             fprintf(stderr, "ringd agent: %s\n", err);
             return 2;
         }
-        return rd_agent_run(&cfg);
+        return rd_agent_run(&cfg) < 0 ? 1 : 0;
     }
     return rd_client_main(argc - 1, argv + 1);
 }

@@ -30,7 +30,7 @@
  * itself is freed when its last handle (listener or connection) has closed, which
  * happens on the loop run that follows rd_query_close().
  *
- * Re-entrancy: JOIN and LEAVE call into the agent, which may publish events from inside
+ * Re-entrancy: JOIN and LEAVE call into the host, which may publish events from inside
  * that call. Publishing only appends to watchers' `pend` and marks them dirty, so no
  * write ever happens in the middle of a batch.
  */
@@ -48,7 +48,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "addr.h"
 #include "log.h"
 #include "msg.h"
 #include "rd_err.h"
@@ -108,11 +108,11 @@ struct qconn {
 
 struct rd_query {
     uv_loop_t *loop;
-    struct rd_agent *agent;
+    struct rd_query_host host;
     uv_pipe_t listener;
     uv_check_t flusher;  /* after each turn's I/O callbacks: sends q->dirty's output */
     bool listening;      /* listener and flusher initialised and not closed yet */
-    bool closing;        /* rd_query_close was called: no more agent calls */
+    bool closing;        /* rd_query_close was called: no more host calls */
     size_t handles;      /* open handles (listener, flusher, connections) */
     struct qconn *dirty; /* connections with output to send this turn */
     size_t nconns, nwatchers;
@@ -166,7 +166,7 @@ static void conn_closed(uv_handle_t *h)
     free(c);
     q->handles--;
     /* LEAVE was asked for; the client went away before its +OK was written: still leave. */
-    if (leave && !q->closing) rd_agent_leave(q->agent);
+    if (leave && !q->closing) q->host.leave(q->host.ctx);
     query_release(q);
 }
 
@@ -206,7 +206,7 @@ static void conn_sent(struct qconn *c)
         /* This may publish events, which is safe: every connection's state is
          * consistent here. */
         c->leave_at = 0;
-        rd_agent_leave(c->q->agent);
+        c->q->host.leave(c->q->host.ctx);
     }
 }
 
@@ -365,7 +365,7 @@ static void cmd_owner(struct qconn *c, const struct rd_resp_request *r)
         reply_wrong_arity(c, "owner");
         return;
     }
-    const struct rd_ring *ring = rd_agent_ring(c->q->agent);
+    const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
     reply_name(c, ring, rd_ring_owner(ring, r->argv[1].ptr, r->argv[1].len));
 }
 
@@ -380,7 +380,7 @@ static void cmd_owners(struct qconn *c, const struct rd_resp_request *r)
         reply_error(c, "ERR n must be an integer from 1 to 1000000");
         return;
     }
-    const struct rd_ring *ring = rd_agent_ring(c->q->agent);
+    const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
     size_t members = rd_ring_member_count(ring);
     if (members > RD_MAX_MEMBERS) /* the agent never builds such a ring */
     {
@@ -400,7 +400,7 @@ static void cmd_mowner(struct qconn *c, const struct rd_resp_request *r)
         reply_wrong_arity(c, "mowner");
         return;
     }
-    const struct rd_ring *ring = rd_agent_ring(c->q->agent);
+    const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
     conn_rc(c, rd_resp_write_array(&c->pend, r->argc - 1));
     for (size_t i = 1; i < r->argc; i++)
         reply_name(c, ring, rd_ring_owner(ring, r->argv[i].ptr, r->argv[i].len));
@@ -412,7 +412,7 @@ static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
         reply_wrong_arity(c, "members");
         return;
     }
-    struct rd_swim *s = rd_agent_swim(c->q->agent);
+    struct rd_swim *s = c->q->host.swim(c->q->host.ctx);
     size_t n = rd_swim_member_count(s);
     conn_rc(c, rd_resp_write_array(&c->pend, n));
     for (size_t i = 0; i < n; i++) {
@@ -440,6 +440,46 @@ static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
     }
 }
 
+/* The INFO text: the host's view, then the server's own counts. 0 or RD_ENOMEM. */
+static int info_text(struct rd_query *q, struct rd_buf *out)
+{
+    struct rd_swim *s = q->host.swim(q->host.ctx);
+    const struct rd_ring *ring = q->host.ring(q->host.ctx);
+    struct rd_query_status st;
+    q->host.status(q->host.ctx, &st);
+    size_t counts[4];
+    rd_swim_counts(s, counts);
+    const struct rd_member *me = rd_swim_self(s);
+    const struct rd_swim_stats *ss = rd_swim_stats(s);
+    char addr[RD_ADDR_STRLEN], text[2048];
+    rd_addr_format(&me->addr, addr, sizeof addr);
+    int n = snprintf(
+        text, sizeof text,
+        "# ringd\r\n"
+        "name:%s\r\naddr:%s\r\nstatus:%s\r\nincarnation:%" PRIu64 "\r\n"
+        "uptime_s:%" PRIu64 "\r\n"
+        "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
+        "members_checksum:%016" PRIx64 "\r\n"
+        "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nring_members:%zu\r\n"
+        "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\n"
+        "health:%u\r\njoined:%d\r\n"
+        "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
+        "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
+        "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
+        "syncs_malformed:%" PRIu64 "\r\n"
+        "connections:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
+        "\r\nconnections_cut_off:%" PRIu64 "\r\n",
+        me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
+        counts[RD_SUSPECT], counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(s), st.ring_version,
+        rd_ring_checksum(ring), rd_ring_member_count(ring), rd_ring_point_count(ring), st.vnodes,
+        st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s),
+        ss->packets_in, ss->packets_out, st.packets_malformed, ss->probes, ss->probes_failed,
+        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed, q->nconns,
+        q->nwatchers, q->rejected, q->cut_off);
+    if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
+    return rd_buf_append(out, text, (size_t)n);
+}
+
 static void cmd_info(struct qconn *c, const struct rd_resp_request *r)
 {
     /* "INFO section" is accepted and ignored: some clients send "INFO server". */
@@ -449,13 +489,7 @@ static void cmd_info(struct qconn *c, const struct rd_resp_request *r)
     }
     struct rd_query *q = c->q;
     q->scratch.len = 0;
-    char extra[160];
-    int n = snprintf(extra, sizeof extra,
-                     "connections:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
-                     "\r\nconnections_cut_off:%" PRIu64 "\r\n",
-                     q->nconns, q->nwatchers, q->rejected, q->cut_off);
-    if (rd_agent_info(q->agent, &q->scratch) < 0 ||
-        rd_buf_append(&q->scratch, extra, (size_t)n) < 0) {
+    if (info_text(q, &q->scratch) < 0) {
         reply_error(c, "ERR out of memory");
         return;
     }
@@ -489,14 +523,12 @@ static void cmd_join(struct qconn *c, const struct rd_resp_request *r)
     }
     memcpy(hostport, a->ptr, a->len);
     hostport[a->len] = '\0';
-    const char *why = "invalid address";
-    if (rd_agent_join(c->q->agent, hostport, &why) < 0) {
-        char text[RD_HOSTPORT_MAX + 128];
-        snprintf(text, sizeof text, "ERR cannot join %s: %s", hostport, why ? why : "invalid");
-        {
-            reply_error(c, text);
-            return;
-        }
+    char why[128] = "invalid address";
+    if (c->q->host.join(c->q->host.ctx, hostport, why, sizeof why) < 0) {
+        char text[RD_HOSTPORT_MAX + 160];
+        snprintf(text, sizeof text, "ERR cannot join %s: %s", hostport, why);
+        reply_error(c, text);
+        return;
     }
     conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
 }
@@ -721,7 +753,8 @@ void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n)
 
 /* ============================================================ start and stop */
 
-/* mkdir -p for the directory part of path, new directories 0755. */
+/* mkdir -p for the directory part of path, new directories 0755. 0, RD_EEXIST when a
+ * file stands where a directory must go, or RD_EIO; with one line in err. */
 static int make_parent(const char *path, char *err, size_t errlen)
 {
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -733,7 +766,7 @@ static int make_parent(const char *path, char *err, size_t errlen)
     if (stat(dir, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return 0;
         snprintf(err, errlen, "cannot create socket %s: %s is not a directory", path, dir);
-        return -1;
+        return RD_EEXIST;
     }
     for (char *p = dir + 1;; p++) {
         if (*p != '/' && *p != '\0') continue;
@@ -744,7 +777,7 @@ static int make_parent(const char *path, char *err, size_t errlen)
         } else if (errno != EEXIST) {
             snprintf(err, errlen, "cannot create directory %s for the socket: %s", dir,
                      strerror(errno));
-            return -1;
+            return RD_EIO;
         }
         if (keep == '\0') break;
         *p = keep;
@@ -754,7 +787,8 @@ static int make_parent(const char *path, char *err, size_t errlen)
 
 /*
  * Decides what to do with a file already at `path`: 0 if the path is free (nothing
- * there, or a stale socket which was removed), -1 with a message if it must be kept.
+ * there, or a stale socket which was removed); RD_EEXIST if it must be kept, RD_EIO if it
+ * could not be probed, with one line in err.
  */
 static int clear_stale(const char *path, char *err, size_t errlen)
 {
@@ -762,16 +796,16 @@ static int clear_stale(const char *path, char *err, size_t errlen)
     if (lstat(path, &st) < 0) {
         if (errno == ENOENT) return 0;
         snprintf(err, errlen, "cannot use socket path %s: %s", path, strerror(errno));
-        return -1;
+        return RD_EIO;
     }
     if (!S_ISSOCK(st.st_mode)) {
         snprintf(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
-        return -1;
+        return RD_EEXIST;
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         snprintf(err, errlen, "cannot probe %s: %s", path, strerror(errno));
-        return -1;
+        return RD_EIO;
     }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -781,16 +815,16 @@ static int clear_stale(const char *path, char *err, size_t errlen)
     /* Connected, or a listener whose queue is full: somebody is there. */
     if (rc == 0 || e == EAGAIN || e == EINPROGRESS) {
         snprintf(err, errlen, "another agent is running on %s", path);
-        return -1;
+        return RD_EEXIST;
     }
     if (e == ENOENT) return 0; /* vanished meanwhile */
     if (e != ECONNREFUSED) {
         snprintf(err, errlen, "cannot probe %s: %s", path, strerror(e));
-        return -1;
+        return RD_EIO;
     }
     if (unlink(path) < 0 && errno != ENOENT) {
         snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
-        return -1;
+        return RD_EIO;
     }
     rd_logf(RD_LOG_INFO, "stale query socket replaced", RD_FSTR("socket", path));
     return 0;
@@ -813,29 +847,32 @@ static void remove_socket(struct rd_query *q)
     q->bound = false;
 }
 
-int rd_query_start(uv_loop_t *loop, struct rd_agent *agent, const char *path, unsigned mode,
-                   struct rd_query **out, char *err, size_t errlen)
+int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char *path,
+                   unsigned mode, struct rd_query **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct rd_query *q = calloc(1, sizeof *q);
     if (!q) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return RD_ENOMEM;
     }
     q->loop = loop;
-    q->agent = agent;
+    q->host = *host;
     rd_buf_init(&q->scratch);
     size_t len = strlen(path);
+    int rc = RD_EINVAL;
     if (len == 0 || len >= sizeof q->path) {
         snprintf(err, errlen, "socket path must be 1 to %zu bytes: %s", sizeof q->path - 1, path);
         goto fail_free;
     }
     memcpy(q->path, path, len + 1);
-    if (make_parent(path, err, errlen) < 0 || clear_stale(path, err, errlen) < 0) goto fail_free;
+    if ((rc = make_parent(path, err, errlen)) < 0 || (rc = clear_stale(path, err, errlen)) < 0)
+        goto fail_free;
 
-    int rc = uv_pipe_init(loop, &q->listener, 0);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot create socket %s: %s", path, uv_strerror(rc));
+    int uvrc = uv_pipe_init(loop, &q->listener, 0);
+    if (uvrc < 0) {
+        snprintf(err, errlen, "cannot create socket %s: %s", path, uv_strerror(uvrc));
+        rc = RD_EIO;
         goto fail_free;
     }
     q->listener.data = q;
@@ -848,13 +885,14 @@ int rd_query_start(uv_loop_t *loop, struct rd_agent *agent, const char *path, un
     /* Bind under a umask that already gives the final mode, so the socket is never
      * reachable with wider permissions; chmod after, since a umask can only remove bits. */
     mode_t old = umask((mode_t)(~mode & 0777));
-    rc = uv_pipe_bind(&q->listener, path);
+    uvrc = uv_pipe_bind(&q->listener, path);
     umask(old);
-    if (rc < 0) {
+    if (uvrc < 0) {
         snprintf(err, errlen,
-                 rc == UV_EADDRINUSE ? "another agent is running on %s"
-                                     : "cannot bind socket %s: %s",
-                 path, uv_strerror(rc));
+                 uvrc == UV_EADDRINUSE ? "another agent is running on %s"
+                                       : "cannot bind socket %s: %s",
+                 path, uv_strerror(uvrc));
+        rc = uvrc == UV_EADDRINUSE ? RD_EEXIST : RD_EIO;
         goto fail_close;
     }
     struct stat st;
@@ -865,11 +903,13 @@ int rd_query_start(uv_loop_t *loop, struct rd_agent *agent, const char *path, un
     }
     if (chmod(path, (mode_t)mode) < 0) {
         snprintf(err, errlen, "cannot chmod socket %s to %04o: %s", path, mode, strerror(errno));
+        rc = RD_EIO;
         goto fail_close;
     }
-    rc = uv_listen((uv_stream_t *)&q->listener, RD_QUERY_BACKLOG, on_connection);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot listen on socket %s: %s", path, uv_strerror(rc));
+    uvrc = uv_listen((uv_stream_t *)&q->listener, RD_QUERY_BACKLOG, on_connection);
+    if (uvrc < 0) {
+        snprintf(err, errlen, "cannot listen on socket %s: %s", path, uv_strerror(uvrc));
+        rc = RD_EIO;
         goto fail_close;
     }
     *out = q;
@@ -882,11 +922,11 @@ fail_close:
     q->listening = false;
     uv_close((uv_handle_t *)&q->listener, server_handle_closed);
     uv_close((uv_handle_t *)&q->flusher, server_handle_closed);
-    return -1;
+    return rc;
 fail_free:
     rd_buf_free(&q->scratch);
     free(q);
-    return -1;
+    return rc;
 }
 
 void rd_query_close(struct rd_query *q)

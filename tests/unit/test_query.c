@@ -1,14 +1,14 @@
 /*
- * test_query.c — the query server (agent/query.c) against a fake agent, on a real libuv
+ * test_query.c — the query server (agent/query.c) against a fake host, on a real libuv
  * loop and a real Unix socket.
  *
- * This test defines the five rd_agent_* accessors that query.c uses, so the linker never
- * pulls agent.c out of the rd_agent library: the server sees an agent whose ring, member
- * table, JOIN and LEAVE the test controls. Server and client share one thread: the client
- * socket is non-blocking and the test pumps the loop (UV_RUN_NOWAIT) while it waits for
- * bytes. That reaches what the real-process test cannot: publishing from inside a
- * request (JOIN), a watcher cut off at its backlog, LEAVE only after its +OK is written,
- * closing the server with connections in every state (ASan checks nothing leaks).
+ * The test fills in a struct rd_query_host of its own: the server sees a host whose ring,
+ * member table, INFO numbers, JOIN and LEAVE the test controls, and no symbol of the agent
+ * is overridden. Server and client share one thread: the client socket is non-blocking
+ * and the test pumps the loop (UV_RUN_NOWAIT) while it waits for bytes. That reaches what the
+ * real-process test cannot: publishing from inside a request (JOIN), a watcher cut off at its
+ * backlog, LEAVE only after its +OK is written, closing the server with connections in every state
+ * (ASan checks nothing leaks).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,21 +22,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "query.h"
 #include "rd_err.h"
 #include "ring.h"
 #include "swim.h"
 
-/* ------------------------------------------------------------------ the fake agent */
+/* ------------------------------------------------------------------ the fake host */
 
-struct rd_agent {
+struct fake_agent {
     struct rd_ring *ring;
     struct rd_swim *swim;
     struct rd_query *q;
@@ -45,27 +45,34 @@ struct rd_agent {
     char joined[64];
 };
 
-const struct rd_ring *rd_agent_ring(const struct rd_agent *a)
+static const struct rd_ring *fake_ring(void *ctx)
 {
+    struct fake_agent *a = ctx;
     return a->ring;
 }
 
-struct rd_swim *rd_agent_swim(struct rd_agent *a)
+static struct rd_swim *fake_swim(void *ctx)
 {
+    struct fake_agent *a = ctx;
     return a->swim;
 }
 
-int rd_agent_info(struct rd_agent *a, struct rd_buf *out)
+static void fake_status(void *ctx, struct rd_query_status *out)
 {
-    const char *text = "# ringd\r\nname:fake\r\n";
-    return rd_buf_append(out, text, strlen(text));
+    *out = (struct rd_query_status){.uptime_s = 42,
+                                    .ring_version = 3,
+                                    .vnodes = 64,
+                                    .weight = 2500,
+                                    .packets_malformed = 5,
+                                    .syncs_malformed = 6};
 }
 
 /* Publishes an event from inside the request, as the real agent's flush() does. */
-int rd_agent_join(struct rd_agent *a, const char *hostport, const char **why)
+static int fake_join(void *ctx, const char *hostport, char *err, size_t errlen)
 {
+    struct fake_agent *a = ctx;
     if (strcmp(hostport, "bad") == 0) {
-        *why = "expected HOST:PORT";
+        snprintf(err, errlen, "expected HOST:PORT");
         return RD_EINVAL;
     }
     a->joins++;
@@ -75,8 +82,9 @@ int rd_agent_join(struct rd_agent *a, const char *hostport, const char **why)
     return 0;
 }
 
-void rd_agent_leave(struct rd_agent *a)
+static void fake_leave(void *ctx)
 {
+    struct fake_agent *a = ctx;
     a->leaves++;
 }
 
@@ -84,7 +92,8 @@ void rd_agent_leave(struct rd_agent *a)
 
 struct fixture {
     uv_loop_t loop;
-    struct rd_agent agent;
+    struct fake_agent agent;
+    struct rd_query_host host;
     char dir[32];
     char path[64];
 };
@@ -117,8 +126,14 @@ static int setup(void **state)
                              .addr = {.family = 4, .port = 7946, .ip = {127, 0, 0, 1}}};
     f->agent.swim = rd_swim_new(&cfg, &self, 1, 0);
     assert_non_null(f->agent.swim);
+    f->host = (struct rd_query_host){.ctx = &f->agent,
+                                     .ring = fake_ring,
+                                     .swim = fake_swim,
+                                     .status = fake_status,
+                                     .join = fake_join,
+                                     .leave = fake_leave};
     char err[256];
-    int rc = rd_query_start(&f->loop, &f->agent, f->path, 0600, &f->agent.q, err, sizeof err);
+    int rc = rd_query_start(&f->loop, &f->host, f->path, 0600, &f->agent.q, err, sizeof err);
     if (rc != 0) fail_msg("rd_query_start: %s", err);
     *state = f;
     return 0;
@@ -265,15 +280,30 @@ static void test_query_members_lists_fields_in_pairs(void **state)
     close(fd);
 }
 
-static void test_query_info_adds_connection_counts(void **state)
+static void test_query_info_formats_every_field_in_order(void **state)
 {
     struct fixture *f = *state;
     int fd = client(f);
     struct got g = {.len = 0};
-    say(fd, "WATCH\r\nINFO\r\n");
-    hear(f, fd, &g, 60);
-    assert_non_null(strstr(g.buf, "+OK\r\n$"));
-    assert_non_null(strstr(g.buf, "name:fake\r\nconnections:1\r\nwatchers:1\r\n"));
+    say(fd, "WATCH\r\nINFO server\r\n");
+    hear_until(f, fd, &g, "\r\n\r\n"); /* the text's last CRLF, then the bulk's */
+    const struct rd_ring *ring = f->agent.ring;
+    char text[2048], want[2200];
+    int n =
+        snprintf(text, sizeof text,
+                 "# ringd\r\nname:m1\r\naddr:127.0.0.1:7946\r\nstatus:alive\r\n"
+                 "incarnation:7\r\nuptime_s:42\r\nmembers_alive:1\r\nmembers_suspect:0\r\n"
+                 "members_dead:0\r\nmembers_left:0\r\nmembers_checksum:%016" PRIx64 "\r\n"
+                 "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
+                 "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nhealth:%u\r\n"
+                 "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
+                 "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
+                 "syncs_failed:0\r\nsyncs_malformed:6\r\nconnections:1\r\nwatchers:1\r\n"
+                 "connections_rejected:0\r\nconnections_cut_off:0\r\n",
+                 rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
+                 rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim));
+    snprintf(want, sizeof want, "+OK\r\n$%d\r\n%s\r\n", n, text);
+    assert_string_equal(g.buf, want);
     close(fd);
 }
 
@@ -395,7 +425,8 @@ static void test_query_refuses_a_live_socket_and_a_plain_file_replaces_a_stale_o
     assert_int_equal(uv_loop_init(&loop2), 0);
 
     /* live */
-    assert_int_equal(rd_query_start(&loop2, &f->agent, f->path, 0600, &q2, err, sizeof err), -1);
+    assert_int_equal(rd_query_start(&loop2, &f->host, f->path, 0600, &q2, err, sizeof err),
+                     RD_EEXIST);
     assert_null(q2);
     char want[256];
     snprintf(want, sizeof want, "another agent is running on %s", f->path);
@@ -407,7 +438,7 @@ static void test_query_refuses_a_live_socket_and_a_plain_file_replaces_a_stale_o
     int fd = open(file, O_CREAT | O_WRONLY, 0644);
     assert_true(fd >= 0);
     close(fd);
-    assert_int_equal(rd_query_start(&loop2, &f->agent, file, 0600, &q2, err, sizeof err), -1);
+    assert_int_equal(rd_query_start(&loop2, &f->host, file, 0600, &q2, err, sizeof err), RD_EEXIST);
     assert_non_null(strstr(err, "exists and is not a socket"));
     struct stat st;
     assert_int_equal(lstat(file, &st), 0);
@@ -421,7 +452,7 @@ static void test_query_refuses_a_live_socket_and_a_plain_file_replaces_a_stale_o
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", stale);
     assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
     close(s);
-    assert_int_equal(rd_query_start(&loop2, &f->agent, stale, 0640, &q2, err, sizeof err), 0);
+    assert_int_equal(rd_query_start(&loop2, &f->host, stale, 0640, &q2, err, sizeof err), 0);
     assert_int_equal(lstat(stale, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0640);
     rd_query_close(q2);
@@ -449,7 +480,7 @@ int main(void)
         T(test_query_empty_ring_answers_nil),
         T(test_query_errors_keep_the_connection),
         T(test_query_members_lists_fields_in_pairs),
-        T(test_query_info_adds_connection_counts),
+        T(test_query_info_formats_every_field_in_order),
         T(test_query_protocol_error_is_answered_then_closed),
         T(test_query_join_event_published_mid_request_precedes_the_reply),
         T(test_query_events_reach_watchers_only),
