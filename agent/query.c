@@ -61,7 +61,8 @@
 /** Buffers above this capacity are released once empty, so one burst does not pin memory
  *  for the life of the connection. */
 #define RD_QUERY_BUF_KEEP (256u * 1024u)
-/** Largest n accepted by OWNERS (it is clamped to the member count anyway). */
+/** Largest n accepted by OWNERS (it is clamped to the member count anyway). n = 0 asks
+ *  for nobody and gets an empty array, as PROTOCOL.md says (and SRANDMEMBER key 0). */
 #define RD_QUERY_OWNERS_MAX 1000000u
 /** Pending connections the kernel may queue before we accept them. */
 #define RD_QUERY_BACKLOG 511
@@ -333,10 +334,10 @@ static bool arg_is(const struct rd_resp_arg *a, const char *word)
     return a->len == n && strncasecmp(a->ptr, word, n) == 0;
 }
 
-/* Canonical positive decimal in 1..max; false for anything else. */
+/* Canonical decimal in 0..max ("0", no leading zero otherwise); false for anything else. */
 static bool arg_count(const struct rd_resp_arg *a, size_t max, size_t *out)
 {
-    if (a->len == 0 || a->len > 10 || a->ptr[0] == '0') return false;
+    if (a->len == 0 || a->len > 10 || (a->ptr[0] == '0' && a->len > 1)) return false;
     uint64_t v = 0;
     for (size_t i = 0; i < a->len; i++) {
         if (a->ptr[i] < '0' || a->ptr[i] > '9') return false;
@@ -377,7 +378,7 @@ static void cmd_owners(struct qconn *c, const struct rd_resp_request *r)
     }
     size_t n;
     if (!arg_count(&r->argv[2], RD_QUERY_OWNERS_MAX, &n)) {
-        reply_error(c, "ERR n must be an integer from 1 to 1000000");
+        reply_error(c, "ERR n must be an integer from 0 to 1000000");
         return;
     }
     const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);

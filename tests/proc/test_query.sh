@@ -185,9 +185,9 @@ expect "unknown command is an error naming it" "$(printf 'FROB x\r\nPING\r\n' | 
 expect "wrong arity is an error and the connection answers PING after" \
     "$(printf 'OWNER\r\nPING\r\n' | raw "$s1" half)" \
     "-ERR wrong number of arguments for 'owner'|+PONG| <EOF>"
-expect "OWNERS with a bad count is an error" \
+expect "OWNERS with a bad count is an error; n = 0 is an empty array" \
     "$(printf 'OWNERS k 0\r\nOWNERS k x\r\nOWNERS k -1\r\nOWNERS k 2\r\n' | raw "$s1" half)" \
-    "-ERR n must be an integer from 1 to 1000000|-ERR n must be an integer from 1 to 1000000|-ERR n must be an integer from 1 to 1000000|*1|\$2|a1| <EOF>"
+    "*0|-ERR n must be an integer from 0 to 1000000|-ERR n must be an integer from 0 to 1000000|*1|\$2|a1| <EOF>"
 expect_match "JOIN of a bad address is an error" "$(printf 'JOIN nope:notaport\r\nPING\r\n' | raw "$s1" half)" \
     "^-ERR cannot join nope:notaport: [^|]+\\|\\+PONG\\| <EOF>$"
 expect "a blank line and an empty array are skipped" "$(printf '\r\n*0\r\nPING\r\n' | raw "$s1" half)" \

@@ -255,15 +255,33 @@ static void test_query_empty_ring_answers_nil(void **state)
     close(fd);
 }
 
+static void test_query_owners_of_zero_is_an_empty_array(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    int idx = rd_ring_owner(f->agent.ring, "k", 1);
+    char want[64];
+    snprintf(want, sizeof want, "*0\r\n*1\r\n$2\r\n%s\r\n+PONG\r\n",
+             rd_ring_member_name(f->agent.ring, (size_t)idx));
+    expect_reply(f, fd, "OWNERS k 0\r\nOWNERS k 1\r\nPING\r\n", want);
+    close(fd);
+    /* on an empty ring too */
+    rd_ring_delete(f->agent.ring);
+    f->agent.ring = ring_of(NULL, 0);
+    fd = client(f);
+    expect_reply(f, fd, "OWNERS k 0\r\nPING\r\n", "*0\r\n+PONG\r\n");
+    close(fd);
+}
+
 static void test_query_errors_keep_the_connection(void **state)
 {
     struct fixture *f = *state;
     int fd = client(f);
-    expect_reply(f, fd, "NOPE\r\nOWNER\r\nOWNERS k 0\r\nOWNERS k 1000001\r\nJOIN bad\r\nPING\r\n",
+    expect_reply(f, fd, "NOPE\r\nOWNER\r\nOWNERS k 00\r\nOWNERS k 1000001\r\nJOIN bad\r\nPING\r\n",
                  "-ERR unknown command 'NOPE'\r\n"
                  "-ERR wrong number of arguments for 'owner'\r\n"
-                 "-ERR n must be an integer from 1 to 1000000\r\n"
-                 "-ERR n must be an integer from 1 to 1000000\r\n"
+                 "-ERR n must be an integer from 0 to 1000000\r\n"
+                 "-ERR n must be an integer from 0 to 1000000\r\n"
                  "-ERR cannot join bad: expected HOST:PORT\r\n"
                  "+PONG\r\n");
     close(fd);
@@ -478,6 +496,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_query_answers_a_pipelined_batch_in_order),
         T(test_query_empty_ring_answers_nil),
+        T(test_query_owners_of_zero_is_an_empty_array),
         T(test_query_errors_keep_the_connection),
         T(test_query_members_lists_fields_in_pairs),
         T(test_query_info_formats_every_field_in_order),
