@@ -7,8 +7,9 @@
  * one request and waits for one answer, so an event loop would only add code. Replies are
  * parsed with the same RESP module the agent uses (rd_resp_reply_parse).
  *
- * Exit codes, as for `ringd agent`: 0 done, 1 the agent could not be reached or said no
- * (an -ERR reply, an empty ring), 2 bad command line.
+ * Errors follow the project's convention: every step returns 0 or an RD_E* code with one
+ * line in the caller's err buffer; main.c prints that line and turns the code into the
+ * exit status (see client.h).
  */
 #include "client.h"
 
@@ -39,7 +40,7 @@
 
 /* ============================================================ usage */
 
-void rd_client_usage(void)
+static void client_usage(void)
 {
     printf("usage: ringd <command> [--socket PATH] [options]\n\n"
            "  members [--json]         members this agent knows, sorted by name:\n"
@@ -74,15 +75,16 @@ struct opts {
     long n;
 };
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+/* A bad command line: the reason and where to look, RD_EINVAL. */
+__attribute__((format(printf, 3, 4))) static int usage_error(char *err, size_t errlen,
+                                                             const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("ringd: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (see ringd --help)\n", stderr);
+    int n = vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-    return 2;
+    if (n >= 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, " (see ringd --help)");
+    return RD_EINVAL;
 }
 
 /* Canonical positive decimal in 1..max. */
@@ -99,8 +101,8 @@ static bool parse_count(const char *s, long max, long *out)
     return true;
 }
 
-/* Returns 0, or 2 after printing why. Options may come anywhere, even before the command. */
-static int parse_args(int argc, char **argv, struct opts *o)
+/* 0, or RD_EINVAL with why in err. Options may come anywhere, even before the command. */
+static int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
     bool only_args = false;
@@ -119,26 +121,28 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 if (a[8] == '=') {
                     val = a + 9;
                 } else {
-                    if (i + 1 >= argc) return usage_error("%s needs a value", a);
+                    if (i + 1 >= argc) return usage_error(err, errlen, "%s needs a value", a);
                     val = argv[++i];
                 }
-                if (!*val) return usage_error("--socket: empty path");
+                if (!*val) return usage_error(err, errlen, "--socket: empty path");
                 o->socket = val;
             } else if (strcmp(a, "-n") == 0) {
-                if (i + 1 >= argc) return usage_error("%s needs a value", a);
+                if (i + 1 >= argc) return usage_error(err, errlen, "%s needs a value", a);
                 val = argv[++i];
                 if (!parse_count(val, RD_CLIENT_OWNERS_MAX, &o->n))
-                    return usage_error("-n: '%s' is not a count from 1 to 1000000", val);
+                    return usage_error(err, errlen, "-n: '%s' is not a count from 1 to 1000000",
+                                       val);
                 o->has_n = true;
             } else {
-                return usage_error("unknown option '%s'", a);
+                return usage_error(err, errlen, "unknown option '%s'", a);
             }
             continue;
         }
         if (!o->cmd) {
             o->cmd = a;
         } else {
-            if (o->nargs == RD_CLIENT_MAX_ARGS) return usage_error("too many arguments");
+            if (o->nargs == RD_CLIENT_MAX_ARGS)
+                return usage_error(err, errlen, "too many arguments");
             o->args[o->nargs++] = a;
         }
     }
@@ -168,26 +172,26 @@ static const char *socket_path(const struct opts *o)
     return env && *env ? env : RD_DEFAULT_SOCKET;
 }
 
-/* Returns 0, or an exit code after printing why. */
-static int conn_open(struct conn *c, const char *path, bool timeout)
+/* 0; RD_EINVAL for a path too long for a socket; RD_EIO when nobody answers. */
+static int conn_open(struct conn *c, const char *path, bool timeout, char *err, size_t errlen)
 {
     c->fd = -1;
     c->path = path;
     rd_buf_init(&c->in);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
-        fprintf(stderr, "ringd: socket path too long (most %zu bytes): %s\n",
-                sizeof sa.sun_path - 1, path);
-        return 2;
+        snprintf(err, errlen, "socket path too long (most %zu bytes): %s", sizeof sa.sun_path - 1,
+                 path);
+        return RD_EINVAL;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        fprintf(stderr, "ringd: cannot connect to %s: %s (is the agent running?)\n", path,
-                strerror(errno));
+        snprintf(err, errlen, "cannot connect to %s: %s (is the agent running?)", path,
+                 strerror(errno));
         if (c->fd >= 0) close(c->fd);
         c->fd = -1;
-        return 1;
+        return RD_EIO;
     }
     if (timeout) {
         struct timeval tv = {.tv_sec = RD_CLIENT_TIMEOUT_S};
@@ -204,8 +208,8 @@ static void conn_close(struct conn *c)
     rd_buf_free(&c->in);
 }
 
-/* Sends one request: an array of bulk strings. Returns 0 or 1 after printing why. */
-static int conn_send(struct conn *c, const char *const *argv, size_t argc)
+/* Sends one request: an array of bulk strings. 0, RD_ENOMEM or RD_EIO. */
+static int conn_send(struct conn *c, const char *const *argv, size_t argc, char *err, size_t errlen)
 {
     struct rd_buf out;
     rd_buf_init(&out);
@@ -214,17 +218,17 @@ static int conn_send(struct conn *c, const char *const *argv, size_t argc)
         rc = rd_resp_write_bulk(&out, argv[i], strlen(argv[i]));
     if (rc < 0) {
         rd_buf_free(&out);
-        fprintf(stderr, "ringd: out of memory\n");
-        return 1;
+        snprintf(err, errlen, "out of memory");
+        return RD_ENOMEM;
     }
     size_t off = 0;
     while (off < out.len) {
         ssize_t n = send(c->fd, out.data + off, out.len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            fprintf(stderr, "ringd: cannot send to %s: %s\n", c->path, strerror(errno));
+            snprintf(err, errlen, "cannot send to %s: %s", c->path, strerror(errno));
             rd_buf_free(&out);
-            return 1;
+            return RD_EIO;
         }
         off += (size_t)n;
     }
@@ -233,11 +237,14 @@ static int conn_send(struct conn *c, const char *const *argv, size_t argc)
 }
 
 /*
- * Reads one whole reply into *out. Returns 0, -1 when the agent closed the connection
- * cleanly before a reply began (or SIGINT in watch), or 1 after printing why.
+ * Reads one whole reply into *out. Returns 0 with *out set, or 0 with *out NULL when the
+ * agent closed the connection cleanly before a reply began (or SIGINT in watch): the end
+ * of a stream, not a failure. Else RD_EPROTO (a bad reply, or cut mid-reply), RD_ENOMEM,
+ * or RD_EIO (no reply in time, a read error).
  */
-static int conn_recv(struct conn *c, struct rd_resp_reply **out)
+static int conn_recv(struct conn *c, struct rd_resp_reply **out, char *err, size_t errlen)
 {
+    *out = NULL;
     for (;;) {
         if (c->in.len > 0) {
             size_t used;
@@ -248,69 +255,85 @@ static int conn_recv(struct conn *c, struct rd_resp_reply **out)
                 return 0;
             }
             if (rc != RD_EAGAIN) {
-                fprintf(stderr, "ringd: bad reply from the agent: %s\n",
-                        reason ? reason : rd_strerror(rc));
-                return 1;
+                snprintf(err, errlen, "bad reply from the agent: %s",
+                         reason ? reason : rd_strerror(rc));
+                return RD_EPROTO;
             }
         }
-        if (interrupted) return -1;
+        if (interrupted) return 0;
         if (rd_buf_reserve(&c->in, 65536) < 0) {
-            fprintf(stderr, "ringd: out of memory\n");
-            return 1;
+            snprintf(err, errlen, "out of memory");
+            return RD_ENOMEM;
         }
         ssize_t n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            fprintf(stderr, "ringd: no reply from the agent on %s within %d s\n", c->path,
-                    RD_CLIENT_TIMEOUT_S);
-            return 1;
+            snprintf(err, errlen, "no reply from the agent on %s within %d s", c->path,
+                     RD_CLIENT_TIMEOUT_S);
+            return RD_EIO;
         }
         if (n < 0) {
-            fprintf(stderr, "ringd: cannot read from %s: %s\n", c->path, strerror(errno));
-            return 1;
+            snprintf(err, errlen, "cannot read from %s: %s", c->path, strerror(errno));
+            return RD_EIO;
         }
         if (n == 0) {
-            if (c->in.len == 0) return -1;
-            fprintf(stderr, "ringd: the agent closed the connection mid-reply\n");
-            return 1;
+            if (c->in.len == 0) return 0;
+            snprintf(err, errlen, "the agent closed the connection mid-reply");
+            return RD_EPROTO;
         }
         c->in.len += (size_t)n;
     }
 }
 
-/*
- * One round trip. Returns 0 with *out set, or an exit code after printing why; an -ERR
- * reply is printed and gives 1.
- */
+/* A connection ended where a reply was due. */
+static int no_reply(char *err, size_t errlen)
+{
+    snprintf(err, errlen, "the agent closed the connection without replying");
+    return RD_EPROTO;
+}
+
+/* An -ERR reply: the agent's words, RD_EREFUSED. */
+static int refused(const struct rd_resp_reply *r, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s", r->str);
+    return RD_EREFUSED;
+}
+
+/* One round trip: 0 with *out set, or an RD_E* code with why in err (RD_EREFUSED for an
+ * -ERR reply, its text in err). */
 static int call(const struct opts *o, const char *const *argv, size_t argc,
-                struct rd_resp_reply **out)
+                struct rd_resp_reply **out, char *err, size_t errlen)
 {
     struct conn c;
-    int rc = conn_open(&c, socket_path(o), true);
-    if (rc != 0) return rc;
-    rc = conn_send(&c, argv, argc);
-    if (rc == 0) {
-        rc = conn_recv(&c, out);
-        if (rc < 0) {
-            fprintf(stderr, "ringd: the agent closed the connection without replying\n");
-            rc = 1;
-        }
-    }
+    *out = NULL;
+    int rc = conn_open(&c, socket_path(o), true, err, errlen);
+    if (rc < 0) return rc;
+    rc = conn_send(&c, argv, argc, err, errlen);
+    if (rc == 0) rc = conn_recv(&c, out, err, errlen);
     conn_close(&c);
+    if (rc == 0 && !*out) return no_reply(err, errlen);
     if (rc == 0 && (*out)->type == RD_RESP_ERROR) {
-        fprintf(stderr, "ringd: %s\n", (*out)->str);
+        rc = refused(*out, err, errlen);
         rd_resp_reply_free(*out);
         *out = NULL;
-        return 1;
     }
     return rc;
 }
 
-static int unexpected(struct rd_resp_reply *r)
+static int unexpected(struct rd_resp_reply *r, char *err, size_t errlen)
 {
-    fprintf(stderr, "ringd: unexpected reply from the agent\n");
+    snprintf(err, errlen, "unexpected reply from the agent");
     rd_resp_reply_free(r);
-    return 1;
+    return RD_EPROTO;
+}
+
+/* The end of a command that printed: stdout must have taken it all. RD_EIO without
+ * words otherwise, as the output itself is what failed. */
+static int flushed(char *err, size_t errlen)
+{
+    if (fflush(stdout) == 0) return 0;
+    snprintf(err, errlen, "%s", "");
+    return RD_EIO;
 }
 
 static bool is_text(const struct rd_resp_reply *r)
@@ -364,6 +387,20 @@ static void json_num(FILE *f, const char *s)
         json_cstr(f, s);
 }
 
+/* Members of a JSON object after its first: `,"key":value` for keys[i] and values[i],
+ * where kinds[i] is 's' for a string and 'n' for a number (json_num). */
+static void json_fields(FILE *f, const char *const *keys, const char *const *values,
+                        const char *kinds)
+{
+    for (size_t i = 0; kinds[i]; i++) {
+        fprintf(f, ",\"%s\":", keys[i]);
+        if (kinds[i] == 'n')
+            json_num(f, values[i]);
+        else
+            json_cstr(f, values[i]);
+    }
+}
+
 /* "k=v,k=v" as an object. */
 static void json_tags(FILE *f, const char *tags)
 {
@@ -409,20 +446,21 @@ static int row_cmp(const void *a, const void *b)
     return strcmp(((const struct member_row *)a)->name, ((const struct member_row *)b)->name);
 }
 
-static int cmd_members(const struct opts *o)
+static int cmd_members(const struct opts *o, char *err, size_t errlen)
 {
-    if (o->nargs > 0) return usage_error("members takes no arguments, got '%s'", o->args[0]);
-    if (o->has_n) return usage_error("-n is not an option of '%s'", "members");
+    if (o->nargs > 0)
+        return usage_error(err, errlen, "members takes no arguments, got '%s'", o->args[0]);
+    if (o->has_n) return usage_error(err, errlen, "-n is not an option of '%s'", "members");
     const char *req[] = {"MEMBERS"};
     struct rd_resp_reply *r;
-    int rc = call(o, req, 1, &r);
-    if (rc != 0) return rc;
-    if (r->type != RD_RESP_ARRAY) return unexpected(r);
+    int rc = call(o, req, 1, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (r->type != RD_RESP_ARRAY) return unexpected(r, err, errlen);
     struct member_row *rows = calloc(r->nelem ? r->nelem : 1, sizeof *rows);
     if (!rows) {
         rd_resp_reply_free(r);
-        fprintf(stderr, "ringd: out of memory\n");
-        return 1;
+        snprintf(err, errlen, "out of memory");
+        return RD_ENOMEM;
     }
     size_t n = 0;
     for (size_t i = 0; i < r->nelem; i++) {
@@ -447,16 +485,9 @@ static int cmd_members(const struct opts *o)
             fputs(i ? ",\n  {" : "\n  {", stdout);
             fputs("\"name\":", stdout);
             json_cstr(stdout, m->name);
-            fputs(",\"addr\":", stdout);
-            json_cstr(stdout, m->addr);
-            fputs(",\"status\":", stdout);
-            json_cstr(stdout, m->status);
-            fputs(",\"incarnation\":", stdout);
-            json_num(stdout, m->incarnation);
-            fputs(",\"weight\":", stdout);
-            json_num(stdout, m->weight);
-            fputs(",\"zone\":", stdout);
-            json_cstr(stdout, m->zone);
+            const char *keys[] = {"addr", "status", "incarnation", "weight", "zone"};
+            const char *values[] = {m->addr, m->status, m->incarnation, m->weight, m->zone};
+            json_fields(stdout, keys, values, "ssnns");
             fputs(",\"tags\":", stdout);
             json_tags(stdout, m->tags);
             fputc('}', stdout);
@@ -487,21 +518,22 @@ static int cmd_members(const struct opts *o)
     }
     free(rows);
     rd_resp_reply_free(r);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return flushed(err, errlen);
 }
 
 /* ============================================================ owner */
 
-static int cmd_owner(const struct opts *o)
+static int cmd_owner(const struct opts *o, char *err, size_t errlen)
 {
     if (o->nargs != 1)
-        return usage_error("%s", o->nargs == 0 ? "owner needs a KEY" : "owner takes one KEY");
+        return usage_error(err, errlen, "%s",
+                           o->nargs == 0 ? "owner needs a KEY" : "owner takes one KEY");
     char count[24];
     snprintf(count, sizeof count, "%ld", o->has_n ? o->n : 1L);
     const char *req[] = {o->has_n ? "OWNERS" : "OWNER", o->args[0], count};
     struct rd_resp_reply *r;
-    int rc = call(o, req, o->has_n ? 3 : 2, &r);
-    if (rc != 0) return rc;
+    int rc = call(o, req, o->has_n ? 3 : 2, &r, err, errlen);
+    if (rc < 0) return rc;
     /* One shape for both: a list of names. */
     const struct rd_resp_reply *one[1] = {r};
     const struct rd_resp_reply *const *names = one;
@@ -512,14 +544,14 @@ static int cmd_owner(const struct opts *o)
         names = (const struct rd_resp_reply *const *)r->elem;
         n = r->nelem;
     } else if (!is_text(r)) {
-        return unexpected(r);
+        return unexpected(r, err, errlen);
     }
     for (size_t i = 0; i < n; i++)
-        if (!is_text(names[i])) return unexpected(r);
+        if (!is_text(names[i])) return unexpected(r, err, errlen);
     if (n == 0) {
         rd_resp_reply_free(r);
-        fprintf(stderr, "ringd: ring is empty\n");
-        return 1;
+        snprintf(err, errlen, "ring is empty");
+        return RD_ENOENT;
     }
     if (o->json) {
         fputs("{\"key\":", stdout);
@@ -535,42 +567,44 @@ static int cmd_owner(const struct opts *o)
             printf("%s\n", names[i]->str);
     }
     rd_resp_reply_free(r);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return flushed(err, errlen);
 }
 
 /* ============================================================ info, join, leave */
 
-static int cmd_info(const struct opts *o)
+static int cmd_info(const struct opts *o, char *err, size_t errlen)
 {
-    if (o->nargs > 0) return usage_error("info takes no arguments, got '%s'", o->args[0]);
+    if (o->nargs > 0)
+        return usage_error(err, errlen, "info takes no arguments, got '%s'", o->args[0]);
     const char *req[] = {"INFO"};
     struct rd_resp_reply *r;
-    int rc = call(o, req, 1, &r);
-    if (rc != 0) return rc;
-    if (!is_text(r)) return unexpected(r);
+    int rc = call(o, req, 1, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (!is_text(r)) return unexpected(r, err, errlen);
     /* The text as the agent wrote it, with Unix line ends so it greps and cuts cleanly. */
     for (size_t i = 0; i < r->len; i++)
         if (!(r->str[i] == '\r' && i + 1 < r->len && r->str[i + 1] == '\n')) putchar(r->str[i]);
     if (r->len > 0 && r->str[r->len - 1] != '\n') putchar('\n');
     rd_resp_reply_free(r);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return flushed(err, errlen);
 }
 
 /* JOIN HOST:PORT and LEAVE: one request, "OK" back. `name` is the subcommand. */
-static int cmd_simple(const struct opts *o, const char *name, const char *command, int want_args)
+static int cmd_simple(const struct opts *o, const char *name, const char *command, int want_args,
+                      char *err, size_t errlen)
 {
     if (o->nargs != want_args) {
-        if (want_args == 0) return usage_error("%s takes no arguments", name);
-        return usage_error("%s needs one HOST:PORT", name);
+        if (want_args == 0) return usage_error(err, errlen, "%s takes no arguments", name);
+        return usage_error(err, errlen, "%s needs one HOST:PORT", name);
     }
     const char *req[] = {command, want_args ? o->args[0] : NULL};
     struct rd_resp_reply *r;
-    int rc = call(o, req, (size_t)want_args + 1, &r);
-    if (rc != 0) return rc;
-    if (!is_text(r)) return unexpected(r);
+    int rc = call(o, req, (size_t)want_args + 1, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (!is_text(r)) return unexpected(r, err, errlen);
     printf("%s\n", r->str);
     rd_resp_reply_free(r);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return flushed(err, errlen);
 }
 
 /* ============================================================ watch */
@@ -600,28 +634,18 @@ static void print_event(const struct rd_resp_reply *ev, bool json)
     const char *type = nf > 0 ? f[0] : "";
     if (strcmp(type, "member") == 0 && nf >= 5) {
         if (json) {
-            printf("{\"ts\":\"%s\",\"type\":\"member\",\"member\":", ts);
-            json_cstr(stdout, f[1]);
-            fputs(",\"status\":", stdout);
-            json_cstr(stdout, f[2]);
-            fputs(",\"addr\":", stdout);
-            json_cstr(stdout, f[3]);
-            fputs(",\"incarnation\":", stdout);
-            json_num(stdout, f[4]);
+            printf("{\"ts\":\"%s\",\"type\":\"member\"", ts);
+            const char *keys[] = {"member", "status", "addr", "incarnation"};
+            json_fields(stdout, keys, f + 1, "sssn");
             fputs("}\n", stdout);
         } else {
             printf("%s member %s %s addr=%s incarnation=%s\n", ts, f[1], f[2], f[3], f[4]);
         }
     } else if (strcmp(type, "ring") == 0 && nf >= 5 && (nf - 5) % 3 == 0) {
         if (json) {
-            printf("{\"ts\":\"%s\",\"type\":\"ring\",\"version\":", ts);
-            json_num(stdout, f[1]);
-            fputs(",\"checksum\":", stdout);
-            json_cstr(stdout, f[2]);
-            fputs(",\"points\":", stdout);
-            json_num(stdout, f[3]);
-            fputs(",\"moved\":", stdout);
-            json_num(stdout, f[4]);
+            printf("{\"ts\":\"%s\",\"type\":\"ring\"", ts);
+            const char *keys[] = {"version", "checksum", "points", "moved"};
+            json_fields(stdout, keys, f + 1, "nsnn");
             fputs(",\"moves\":[", stdout);
             for (size_t i = 5; i + 2 < nf; i += 3) {
                 fputs(i > 5 ? ",{\"from\":" : "{\"from\":", stdout);
@@ -661,41 +685,40 @@ static void print_event(const struct rd_resp_reply *ev, bool json)
     fflush(stdout);
 }
 
-static int cmd_watch(const struct opts *o)
+static int cmd_watch(const struct opts *o, char *err, size_t errlen)
 {
-    if (o->nargs > 0) return usage_error("watch takes no arguments, got '%s'", o->args[0]);
-    if (o->has_n) return usage_error("-n is not an option of '%s'", "watch");
+    if (o->nargs > 0)
+        return usage_error(err, errlen, "watch takes no arguments, got '%s'", o->args[0]);
+    if (o->has_n) return usage_error(err, errlen, "-n is not an option of '%s'", "watch");
     /* SIGINT interrupts the blocking read (no SA_RESTART): we then exit 0. */
     struct sigaction sa = {.sa_handler = on_sigint};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     struct conn c;
-    int rc = conn_open(&c, socket_path(o), false);
-    if (rc != 0) return rc;
+    int rc = conn_open(&c, socket_path(o), false, err, errlen);
+    if (rc < 0) return rc;
     const char *req[] = {"WATCH"};
     struct rd_resp_reply *r = NULL;
-    rc = conn_send(&c, req, 1);
-    if (rc == 0) rc = conn_recv(&c, &r);
-    if (rc < 0) {
-        fprintf(stderr, "ringd: the agent closed the connection without replying\n");
-        rc = 1;
-    } else if (rc == 0 && r->type == RD_RESP_ERROR) {
-        fprintf(stderr, "ringd: %s\n", r->str);
-        rc = 1;
-    } else if (rc == 0 && r->type != RD_RESP_STRING) {
-        fprintf(stderr, "ringd: unexpected reply from the agent\n");
-        rc = 1;
+    rc = conn_send(&c, req, 1, err, errlen);
+    if (rc == 0) rc = conn_recv(&c, &r, err, errlen);
+    if (rc == 0 && !r)
+        rc = no_reply(err, errlen);
+    else if (rc == 0 && r->type == RD_RESP_ERROR)
+        rc = refused(r, err, errlen);
+    else if (rc == 0 && r->type != RD_RESP_STRING) {
+        rc = unexpected(r, err, errlen); /* it frees r */
+        r = NULL;
     }
     rd_resp_reply_free(r);
     while (rc == 0) {
-        rc = conn_recv(&c, &r);
-        if (rc != 0) break;
+        rc = conn_recv(&c, &r, err, errlen);
+        if (rc < 0 || !r) break; /* the agent went away, or Ctrl-C: a normal end */
         if (r->type == RD_RESP_ARRAY) print_event(r, o->json);
         rd_resp_reply_free(r);
     }
     conn_close(&c);
-    return rc < 0 ? 0 : rc; /* the agent went away, or Ctrl-C: a normal end */
+    return rc;
 }
 
 /* ============================================================ entry */
@@ -716,33 +739,32 @@ static const struct subcommand subcommands[] = {
     {"leave", false, false, "ringd leave [--socket PATH]"},
 };
 
-int rd_client_main(int argc, char **argv)
+int rd_client_run(int argc, char **argv, char *err, size_t errlen)
 {
     struct opts o;
-    int rc = parse_args(argc, argv, &o);
-    if (rc != 0) return rc;
+    int rc = parse_args(argc, argv, &o, err, errlen);
+    if (rc < 0) return rc;
     if (!o.cmd) {
-        if (o.help) {
-            rd_client_usage();
-            return 0;
-        }
-        return usage_error("missing command");
+        if (!o.help) return usage_error(err, errlen, "missing command");
+        client_usage();
+        return 0;
     }
     const struct subcommand *sc = NULL;
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         if (strcmp(o.cmd, subcommands[i].name) == 0) sc = &subcommands[i];
-    if (!sc) return usage_error("unknown command '%s'", o.cmd);
+    if (!sc) return usage_error(err, errlen, "unknown command '%s'", o.cmd);
     if (o.help) {
         printf("usage: %s\n\n", sc->usage);
-        rd_client_usage();
+        client_usage();
         return 0;
     }
-    if (o.json && !sc->json) return usage_error("--json is not an option of '%s'", sc->name);
-    if (o.has_n && !sc->n) return usage_error("-n is not an option of '%s'", sc->name);
-    if (strcmp(sc->name, "members") == 0) return cmd_members(&o);
-    if (strcmp(sc->name, "owner") == 0) return cmd_owner(&o);
-    if (strcmp(sc->name, "info") == 0) return cmd_info(&o);
-    if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o);
-    if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1);
-    return cmd_simple(&o, "leave", "LEAVE", 0);
+    if (o.json && !sc->json)
+        return usage_error(err, errlen, "--json is not an option of '%s'", sc->name);
+    if (o.has_n && !sc->n) return usage_error(err, errlen, "-n is not an option of '%s'", sc->name);
+    if (strcmp(sc->name, "members") == 0) return cmd_members(&o, err, errlen);
+    if (strcmp(sc->name, "owner") == 0) return cmd_owner(&o, err, errlen);
+    if (strcmp(sc->name, "info") == 0) return cmd_info(&o, err, errlen);
+    if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o, err, errlen);
+    if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1, err, errlen);
+    return cmd_simple(&o, "leave", "LEAVE", 0, err, errlen);
 }

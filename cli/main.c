@@ -1,6 +1,9 @@
 /*
- * main.c — ringd's entry point: `ringd agent` runs the daemon, every other subcommand is
- * a client of a running agent's query socket.
+ * main.c — ringd's entry point: `ringd agent` runs the daemon (agent/), every other
+ * subcommand is a client of a running agent's query socket (client.c).
+ *
+ * It is the one place where RD_E* codes become exit statuses: 0 done, 2 a bad command
+ * line, 1 anything else (the agent could not start, could not be reached, or said no).
  */
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +11,7 @@
 #include "agent.h"
 #include "client.h"
 #include "config.h"
+#include "rd_err.h"
 
 static void usage(FILE *out)
 {
@@ -55,5 +59,8 @@ int main(int argc, char **argv)
         }
         return rd_agent_run(&cfg) < 0 ? 1 : 0;
     }
-    return rd_client_main(argc - 1, argv + 1);
+    char err[1024] = "";
+    int rc = rd_client_run(argc - 1, argv + 1, err, sizeof err);
+    if (rc < 0 && err[0]) fprintf(stderr, "ringd: %s\n", err);
+    return rc == 0 ? 0 : rc == RD_EINVAL ? 2 : 1;
 }
