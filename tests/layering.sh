@@ -1,10 +1,44 @@
 #!/bin/sh
-# The core must stay sans-I/O: lib/ may not include sockets, clocks, libuv or msgpack,
-# and proto/ may not include libuv. Fails with the offending lines.
+# Dependencies point one way. Two checks, each failing with the offending lines:
+# - The core must stay sans-I/O: lib/ may not include sockets, clocks, libuv or msgpack,
+#   and proto/ may not include libuv.
+# - Within one folder (lib/, proto/, agent/, cli/), no two modules include each other:
+#   when a.c or a.h includes b.h, neither b.c nor b.h may include a.h. Such a pair is one
+#   module in two files, or a dependency that should go through an interface (query.c is
+#   handed a host struct instead of including agent.h). A module's private header,
+#   x_internal.h (the seams its tests use), is part of module x.
 top=${1:-.}
 bad=$(grep -nE '#include *[<"](uv\.h|msgpack|sys/socket\.h|netinet/|arpa/|time\.h|sys/time\.h|unistd\.h|pthread\.h)' "$top"/lib/*.[ch])
 bad2=$(grep -nE '#include *[<"]uv\.h' "$top"/proto/*.[ch])
 if [ -n "$bad$bad2" ]; then
   echo "layering violation:"; echo "$bad"; echo "$bad2"; exit 1
+fi
+
+# Prints "a b" for every module a of folder $1 that includes b.h of the same folder.
+edges() {
+  for f in "$1"/*.[ch]; do
+    [ -e "$f" ] || continue
+    m=$(basename "$f"); m=${m%.*}; m=${m%_internal}
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"/]*\)\.h".*/\1/p' "$f" |
+      while read -r inc; do
+        [ -e "$1/$inc.h" ] || continue
+        inc=${inc%_internal}
+        if [ "$inc" != "$m" ]; then echo "$m $inc"; fi
+      done
+  done | sort -u
+}
+
+cycles=""
+for d in lib proto agent cli; do
+  [ -d "$top/$d" ] || continue
+  found=$(edges "$top/$d" | awk -v d="$d" '
+    { e[$1 " " $2] = 1 }
+    END { for (k in e) { split(k, p, " "); if (p[1] < p[2] && ((p[2] " " p[1]) in e))
+            print "  " d "/: " p[1] " and " p[2] " include each other" } }')
+  [ -n "$found" ] && cycles="$cycles$found
+"
+done
+if [ -n "$cycles" ]; then
+  echo "layering violation: modules that depend on each other"; printf '%s' "$cycles"; exit 1
 fi
 echo "layering ok"
