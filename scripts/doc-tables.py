@@ -292,13 +292,19 @@ GENERATORS = {
 
 
 def render(text, path):
-    """The document with every generated table rewritten; raises on an unknown NAME."""
+    """(the document with every generated table rewritten, the names of the tables that
+    changed); exits on an unknown NAME."""
+    changed = []
+
     def sub(m):
         name = m.group(2)
         if name not in GENERATORS:
             raise SystemExit(f"{path}: unknown table '{name}'")
-        return m.group(1) + GENERATORS[name]() + m.group(4)
-    return MARKER.sub(sub, text)
+        body = GENERATORS[name]()
+        if body != m.group(3):
+            changed.append(name)
+        return m.group(1) + body + m.group(4)
+    return MARKER.sub(sub, text), changed
 
 
 def main(argv):
@@ -312,21 +318,21 @@ def main(argv):
         with open(path, encoding="utf-8") as f:
             old = f.read()
         used.update(m.group(2) for m in MARKER.finditer(old))
-        new = render(old, rel)
-        if new == old:
+        new, changed = render(old, rel)
+        if not changed:
             continue
-        stale.append(rel)
+        stale += [(rel, name) for name in changed]
         if not check:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(new)
-            print(f"rewrote {rel}")
+            print(f"rewrote {rel}: {', '.join(changed)}")
     if check:
         unused = sorted(set(GENERATORS) - used)
         for name in unused:
             print(f"table '{name}' is in no document", file=sys.stderr)
-        for rel in stale:
-            print(f"{rel}: a generated table differs from its CSV "
-                  f"(run scripts/doc-tables.py)", file=sys.stderr)
+        for rel, name in stale:
+            print(f"{rel}: table '{name}' differs from its CSV (run scripts/doc-tables.py)",
+                  file=sys.stderr)
         return 1 if stale or unused else 0
     return 0
 
