@@ -30,10 +30,21 @@ import time
 
 
 def connect(path, timeout=5.0):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(path)
-    return s
+    """A connection with `timeout` on every operation. A Unix socket whose accept queue is
+    full refuses a connect that has a timeout with EAGAIN at once, where a blocking client
+    would wait: retry for up to `timeout`, as such a client would wait."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+            return s
+        except BlockingIOError:
+            s.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.001)
 
 
 def out(**kw):
@@ -171,10 +182,7 @@ def mode_conns(path, n):
     t0 = time.monotonic()
     socks = []
     for _ in range(n):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(path)
-        socks.append(s)
+        socks.append(connect(path, 10.0))
     opened = time.monotonic()
     for s in socks:
         s.sendall(b"PING\r\n")
