@@ -17,11 +17,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ini.h>
+
 #include "rd_err.h"
 #include "ring.h"
 
 #define RD_STR_(x) #x
 #define RD_STR(x)  RD_STR_(x)
+
+/* Longest line of a config file without its '\n', as the reader before inih allowed. */
+#define CONFIG_LINE_BYTES 1022
 
 enum option_kind {
     OPT_ONE,  /* given twice, the last value wins */
@@ -219,7 +224,7 @@ static const struct option_def options[] = {
     {"socket-mode", "OCTAL", OPT_ONE, AT(socket_mode), "0660", NULL, set_socket_mode,
      "permissions of the query socket"},
     {"vnodes", "N", OPT_ONE, AT(vnodes), RD_STR(RD_RING_VNODES_DEFAULT), NULL, set_vnodes,
-     "ring points per member at weight 1, the same on every agent"},
+     "ring points per member at weight 1, same on all agents"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
      "this member's share of the ring, 0.001 to 100"},
     {"zone", "ZONE", OPT_ONE, AT(zone), NULL, "none", set_zone, "failure zone of this member"},
@@ -229,7 +234,10 @@ static const struct option_def options[] = {
     {"log-level", "LEVEL", OPT_ONE, AT(log_level), "info", NULL, set_log_level,
      "debug, info, warn or error"},
     {"config", "FILE", OPT_FILE, 0, NULL, NULL, set_config,
-     "read options from FILE: one 'option = value' per line, # comments"},
+     "read options from FILE: 'option = value' lines, as the flags would;\n"
+     "a # or ; at the start of a line or after a space begins a comment;\n"
+     "blank lines, indentation and a UTF-8 BOM are fine; no [sections],\n"
+     "no 'option: value', no --config inside; lines up to " RD_STR(CONFIG_LINE_BYTES) " bytes"},
     {"seed", "N", OPT_ONE, AT(seed), "0", "from the clock", set_seed,
      "seed of the random generator"},
 };
@@ -320,38 +328,126 @@ int rd_config_defaults(struct rd_agent_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-static char *trim(char *s)
+/*
+ * The config file is read by inih. Debian's build exposes inih's settings as variables;
+ * they are set before every read so the format is ours whatever the defaults. inih hands
+ * the text to a reader of ours one line at a time, in a buffer of ini_max_line bytes. The
+ * reader passes on whole lines only: a longer line is an error at its own line, never cut
+ * into two, and it refuses the forms inih knows but our format has not, before inih sees
+ * them: sections and "option: value".
+ */
+struct config_source {
+    FILE *f;
+    const char *path;
+    struct rd_agent_config *cfg;
+    int lineno;     /* of the line last handed to inih */
+    bool failed;    /* err holds "PATH:LINE: reason" */
+    int read_errno; /* the file could not be read */
+    char *err;
+    size_t errlen;
+};
+
+static char comment_chars[] = "#;";
+
+static void set_ini_format(void)
 {
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
+    ini_max_line = CONFIG_LINE_BYTES + 2; /* the line, its '\n' and a '\0' */
+    ini_use_stack = true;
+    ini_start_comment_prefixes = comment_chars;
+    ini_allow_inline_comments = true;
+    ini_inline_comment_prefixes = comment_chars;
+    ini_allow_multiline = false; /* an indented line is an option, not a continuation */
+    ini_allow_no_value = false;
+    ini_allow_bom = true;
+    ini_stop_on_first_error = true;
+}
+
+/* Fills err with "PATH:LINE: " and the message; returns false. */
+static bool source_fail(struct config_source *src, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool source_fail(struct config_source *src, const char *fmt, ...)
+{
+    int n = snprintf(src->err, src->errlen, "%s:%d: ", src->path, src->lineno);
+    if (n >= 0 && (size_t)n < src->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(src->err + n, src->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    src->failed = true;
+    return false;
+}
+
+/* Passes a line on if it is one of ours: blank, a comment, or text with '=' before any ':'. */
+static bool line_welcome(struct config_source *src, const char *line)
+{
+    if (src->lineno == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0)
+        line += 3; /* a UTF-8 byte order mark, which inih skips */
+    line += strspn(line, " \t\r\n\v\f");
+    if (!*line || strchr(comment_chars, *line)) return true;
+    if (*line == '[')
+        return source_fail(src, "sections are not supported: write 'option = value' lines only");
+    if (line[strcspn(line, "=:")] != '=') return source_fail(src, "expected 'option = value'");
+    return true;
+}
+
+/* inih's reader: one whole line into buf, or NULL at the end or on a refused line. */
+static char *next_line(char *buf, int cap, void *stream)
+{
+    struct config_source *src = stream;
+    int c = getc(src->f);
+    if (c == EOF) {
+        src->read_errno = ferror(src->f) ? errno : 0;
+        return NULL;
+    }
+    src->lineno++;
+    int n = 0;
+    for (; c != EOF; c = getc(src->f)) {
+        if (c == '\0') {
+            source_fail(src, "a NUL byte is not text");
+            return NULL;
+        }
+        if (c != '\n' && n >= cap - 2) {
+            source_fail(src, "line too long (the limit is %d bytes)", cap - 2);
+            return NULL;
+        }
+        buf[n++] = (char)c;
+        if (c == '\n') break;
+    }
+    if (ferror(src->f)) {
+        src->read_errno = errno;
+        return NULL;
+    }
+    buf[n] = '\0';
+    return line_welcome(src, buf) ? buf : NULL;
+}
+
+/* inih's handler: one `option = value`. */
+static int on_option(void *user, const char *section, const char *name, const char *value)
+{
+    struct config_source *src = user;
+    char why[512];
+    if (apply(src->cfg, name, value, true, why, sizeof why) == 0) return 1;
+    source_fail(src, "%s", why);
+    return 0;
 }
 
 int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char *err, size_t errlen)
 {
-    char line[1024];
-    int lineno = 0, rc = 0;
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *s = trim(line);
-        if (!*s) continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            snprintf(err, errlen, "%s:%d: expected 'option = value'", path, lineno);
-            rc = RD_EINVAL;
-            break;
-        }
-        *eq = '\0';
-        char sub[512];
-        rc = apply(cfg, trim(s), trim(eq + 1), true, sub, sizeof sub);
-        if (rc < 0) snprintf(err, errlen, "%s:%d: %s", path, lineno, sub);
+    struct config_source src = {.f = f, .path = path, .cfg = cfg, .err = err, .errlen = errlen};
+    set_ini_format();
+    int rc = ini_parse_stream(next_line, &src, on_option, &src);
+    if (src.failed) return RD_EINVAL;
+    if (src.read_errno) {
+        snprintf(err, errlen, "%s: %s", path, strerror(src.read_errno));
+        return RD_EINVAL;
     }
-    return rc;
+    if (rc != 0) { /* inih refused line rc: no '=' before an inline comment */
+        src.lineno = rc;
+        source_fail(&src, "expected 'option = value'");
+        return RD_EINVAL;
+    }
+    return 0;
 }
 
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
