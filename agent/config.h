@@ -1,8 +1,13 @@
 /*
  * config.h — `ringd agent` settings: flags, an optional config file, defaults, validation.
  *
- * One table of options serves the command line, the config file and --help, so the
- * three cannot drift apart. Bad input yields a one-line reason; main() exits 2 on it.
+ * Each option is one row of the table in config.c: name, value placeholder, kind (last
+ * wins, repeatable, or reads a file), field, default and setter. Flags (`--opt value`,
+ * `--opt=value`) and config-file lines (`opt = value`, read with inih) are looked up in
+ * that table and stored by the row's setter; defaults are applied by the same setters from
+ * the row's text; --help is printed from the rows. With no second list to keep in step,
+ * the sources cannot drift; tests/unit/test_config.c checks that --help names every row
+ * once. Bad input yields a one-line reason; main() exits 2 on it.
  */
 #ifndef RD_AGENT_CONFIG_H
 #define RD_AGENT_CONFIG_H
