@@ -234,7 +234,7 @@ static const struct option_def options[] = {
     {"log-level", "LEVEL", OPT_ONE, AT(log_level), "info", NULL, set_log_level,
      "debug, info, warn or error"},
     {"config", "FILE", OPT_FILE, 0, NULL, NULL, set_config,
-     "read options from FILE: 'option = value' lines, as the flags would;\n"
+     "read options from FILE: one 'option = value' per line, as its flag;\n"
      "a # or ; at the start of a line or after a space begins a comment;\n"
      "blank lines, indentation and a UTF-8 BOM are fine; no [sections],\n"
      "no 'option: value', no --config inside; lines up to " RD_STR(CONFIG_LINE_BYTES) " bytes"},
