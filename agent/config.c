@@ -1,49 +1,278 @@
 /*
  * config.c — `ringd agent` options (see config.h).
+ *
+ * Everything about an option lives in its row of `options`: the flag and config-file key,
+ * what --help shows, whether it may be repeated, its default and the setter that validates
+ * and stores a value. Defaults go through the same setters as user input, so a default is
+ * checked like any value and --help prints the very text that is applied. The command
+ * line and the config file both end in apply(), which looks the option up in the table.
  */
 #include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <ini.h>
+
+#include "rd_err.h"
 #include "ring.h"
 
 #define RD_STR_(x) #x
-#define RD_STR(x) RD_STR_(x)
+#define RD_STR(x)  RD_STR_(x)
+
+/* Longest line of a config file without its '\n', as the reader before inih allowed. */
+#define CONFIG_LINE_BYTES 1022
+
+enum option_kind {
+    OPT_ONE,  /* given twice, the last value wins */
+    OPT_MANY, /* repeatable: each use adds a value */
+    OPT_FILE, /* reads more options from a file; refused inside one */
+};
+
+struct option_def;
+typedef int (*option_setter)(const struct option_def *o, struct rd_agent_config *cfg,
+                             const char *val, char *err, size_t errlen);
 
 struct option_def {
-    const char *name;
-    const char *arg;
-    const char *help;
+    const char *name; /* flag without "--", and key in a config file */
+    const char *arg;  /* placeholder for the value in --help */
+    enum option_kind kind;
+    size_t field;         /* offsetof the rd_agent_config field the setter writes */
+    const char *def;      /* applied through `set` before any argument; NULL: zero/empty */
+    const char *def_help; /* how --help names the default when `def` is not it */
+    option_setter set;
+    const char *help; /* '\n' continues on the next line of --help */
 };
 
+/* The field of `cfg` that option `o` writes, as a T. */
+#define FIELD(T, cfg, o) ((T *)(void *)((char *)(cfg) + (o)->field))
+
+/* Fills err with "--NAME: " and the message; returns RD_EINVAL. */
+static int refuse(const struct option_def *o, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(const struct option_def *o, char *err, size_t errlen, const char *fmt, ...)
+{
+    int n = snprintf(err, errlen, "--%s: ", o->name);
+    if (n >= 0 && (size_t)n < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return RD_EINVAL;
+}
+
+/* An unsigned number in `base` up to `max`, the whole text and nothing else. */
+static bool parse_uint(const char *val, int base, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, base);
+    if (errno || *end || !*val || v > max) return false;
+    *out = v;
+    return true;
+}
+
+static int set_name(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                    char *err, size_t errlen)
+{
+    if (!rd_name_valid(val, strlen(val)))
+        return refuse(o, err, errlen, "'%s' is not a valid name (1-%d of A-Z a-z 0-9 . _ - : @)",
+                      val, RD_NAME_MAX);
+    strcpy(FIELD(char, cfg, o), val);
+    return 0;
+}
+
+/* bind and advertise: kept as text, resolved once every option is known (finish()). */
+static int set_address(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                       char *err, size_t errlen)
+{
+    if (strlen(val) > RD_HOSTPORT_MAX) return refuse(o, err, errlen, "address too long");
+    strcpy(FIELD(char, cfg, o), val);
+    return 0;
+}
+
+static int set_join(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                    char *err, size_t errlen)
+{
+    if (cfg->njoins == RD_JOIN_MAX) return refuse(o, err, errlen, "at most %d seeds", RD_JOIN_MAX);
+    char host[RD_HOSTPORT_MAX + 1];
+    int port;
+    char why[128];
+    if (rd_hostport_split(val, RD_DEFAULT_PORT, host, sizeof host, &port, why, sizeof why) < 0) {
+        snprintf(err, errlen, "--%s %s: %s", o->name, val, why);
+        return RD_EINVAL;
+    }
+    if (strlen(val) > RD_HOSTPORT_MAX) return refuse(o, err, errlen, "address too long");
+    strcpy(cfg->joins[cfg->njoins++], val);
+    return 0;
+}
+
+static int set_socket(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                      char *err, size_t errlen)
+{
+    size_t cap = sizeof cfg->socket_path;
+    if (!*val || strlen(val) >= cap)
+        return refuse(o, err, errlen, "path must be 1 to %zu bytes", cap - 1);
+    strcpy(FIELD(char, cfg, o), val);
+    return 0;
+}
+
+static int set_socket_mode(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                           char *err, size_t errlen)
+{
+    unsigned long long m;
+    if (!parse_uint(val, 8, 0777, &m))
+        return refuse(o, err, errlen, "'%s' is not an octal mode like 0660", val);
+    *FIELD(unsigned, cfg, o) = (unsigned)m;
+    return 0;
+}
+
+static int set_vnodes(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                      char *err, size_t errlen)
+{
+    unsigned long long v;
+    if (!parse_uint(val, 10, RD_RING_VNODES_MAX, &v) || v < 1)
+        return refuse(o, err, errlen, "'%s' is not a number from 1 to %d", val, RD_RING_VNODES_MAX);
+    *FIELD(uint32_t, cfg, o) = (uint32_t)v;
+    return 0;
+}
+
+static int set_weight(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                      char *err, size_t errlen)
+{
+    if (rd_weight_parse(val, FIELD(uint32_t, cfg, o)) < 0)
+        return refuse(o, err, errlen, "'%s' is not a weight from 0.001 to 100", val);
+    return 0;
+}
+
+static int set_zone(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                    char *err, size_t errlen)
+{
+    if (!rd_zone_valid(val, strlen(val)))
+        return refuse(o, err, errlen,
+                      "'%s' is not a valid zone (up to %d of A-Z a-z 0-9 . _ - : @)", val,
+                      RD_ZONE_MAX);
+    strcpy(FIELD(char, cfg, o), val);
+    return 0;
+}
+
+/* Tags accumulate as "k=v,k=v", the form the member record carries. */
+static int set_tag(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                   char *err, size_t errlen)
+{
+    char *tags = FIELD(char, cfg, o);
+    size_t have = strlen(tags), add = strlen(val);
+    if (!strchr(val, '=') || strchr(val, ',') || !rd_tags_valid(val, add))
+        return refuse(o, err, errlen, "'%s' is not KEY=VALUE (A-Z a-z 0-9 . _ - : @ /)", val);
+    if (have + add + 1 > RD_TAGS_MAX)
+        return refuse(o, err, errlen, "all tags together must fit in %d bytes", RD_TAGS_MAX);
+    if (have) strcat(tags, ",");
+    strcat(tags, val);
+    return 0;
+}
+
+static int set_log_format(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                          char *err, size_t errlen)
+{
+    int f = rd_log_format_parse(val);
+    if (f < 0) return refuse(o, err, errlen, "'%s' is not logfmt or json", val);
+    *FIELD(enum rd_log_format, cfg, o) = (enum rd_log_format)f;
+    return 0;
+}
+
+static int set_log_level(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                         char *err, size_t errlen)
+{
+    int l = rd_log_level_parse(val);
+    if (l < 0) return refuse(o, err, errlen, "'%s' is not debug, info, warn or error", val);
+    *FIELD(enum rd_log_level, cfg, o) = (enum rd_log_level)l;
+    return 0;
+}
+
+static int set_seed(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                    char *err, size_t errlen)
+{
+    unsigned long long s;
+    if (!parse_uint(val, 10, UINT64_MAX, &s))
+        return refuse(o, err, errlen, "'%s' is not a number", val);
+    *FIELD(uint64_t, cfg, o) = s;
+    return 0;
+}
+
+static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                      char *err, size_t errlen);
+
+#define AT(f) offsetof(struct rd_agent_config, f)
+
 static const struct option_def options[] = {
-    {"name", "NAME", "member name, unique in the cluster (default: host name)"},
-    {"bind", "HOST:PORT", "UDP and TCP address to listen on (default 0.0.0.0:7946)"},
-    {"advertise", "HOST:PORT", "address other members use to reach this one (default: bind)"},
-    {"join", "HOST:PORT", "seed to join through; repeatable; retried with backoff"},
-    {"socket", "PATH", "query socket (default " RD_DEFAULT_SOCKET ")"},
-    {"socket-mode", "OCTAL", "permissions of the query socket (default 0660)"},
-    {"vnodes", "N", "ring points per member at weight 1 (default " RD_STR(RD_RING_VNODES_DEFAULT) "; same on every agent)"},
-    {"weight", "W", "this member's share of the ring, 0.001 to 100 (default 1)"},
-    {"zone", "ZONE", "failure zone of this member (default none)"},
-    {"tag", "K=V", "metadata shown in MEMBERS; repeatable"},
-    {"log-format", "logfmt|json", "log line format (default logfmt)"},
-    {"log-level", "LEVEL", "debug, info, warn or error (default info)"},
-    {"config", "FILE", "read options from FILE: one 'option = value' per line, # comments"},
-    {"seed", "N", "seed of the random generator (default: from the clock)"},
+    {"name", "NAME", OPT_ONE, AT(name), NULL, "host name", set_name,
+     "member name, unique in the cluster"},
+    {"bind", "HOST:PORT", OPT_ONE, AT(bind_text), "0.0.0.0:" RD_STR(RD_DEFAULT_PORT), NULL,
+     set_address, "UDP and TCP address to listen on"},
+    {"advertise", "HOST:PORT", OPT_ONE, AT(advertise_text), NULL, "bind", set_address,
+     "address other members use to reach this one"},
+    {"join", "HOST:PORT", OPT_MANY, AT(joins), NULL, NULL, set_join,
+     "seed to join through, retried with backoff"},
+    {"socket", "PATH", OPT_ONE, AT(socket_path), RD_DEFAULT_SOCKET, NULL, set_socket,
+     "query socket"},
+    {"socket-mode", "OCTAL", OPT_ONE, AT(socket_mode), "0660", NULL, set_socket_mode,
+     "permissions of the query socket"},
+    {"vnodes", "N", OPT_ONE, AT(vnodes), RD_STR(RD_RING_VNODES_DEFAULT), NULL, set_vnodes,
+     "ring points per member at weight 1, same on all agents"},
+    {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
+     "this member's share of the ring, 0.001 to 100"},
+    {"zone", "ZONE", OPT_ONE, AT(zone), NULL, "none", set_zone, "failure zone of this member"},
+    {"tag", "K=V", OPT_MANY, AT(tags), NULL, NULL, set_tag, "metadata shown in MEMBERS"},
+    {"log-format", "logfmt|json", OPT_ONE, AT(log_format), "logfmt", NULL, set_log_format,
+     "log line format"},
+    {"log-level", "LEVEL", OPT_ONE, AT(log_level), "info", NULL, set_log_level,
+     "debug, info, warn or error"},
+    {"config", "FILE", OPT_FILE, 0, NULL, NULL, set_config,
+     "read options from FILE: one 'option = value' per line, as its flag;\n"
+     "a # or ; at the start of a line or after a space begins a comment;\n"
+     "blank lines, indentation and a UTF-8 BOM are fine; no [sections],\n"
+     "no 'option: value', no --config inside; lines up to " RD_STR(CONFIG_LINE_BYTES) " bytes"},
+    {"seed", "N", OPT_ONE, AT(seed), "0", "from the clock", set_seed,
+     "seed of the random generator"},
 };
+
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+static const struct option_def *find_option(const char *name)
+{
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (strcmp(options[i].name, name) == 0) return &options[i];
+    return NULL;
+}
+
+#define HELP_INDENT 31 /* "  " + a 28-column flag + " " */
 
 void rd_config_usage(FILE *out)
 {
     fprintf(out, "usage: ringd agent [options]\n\noptions:\n");
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const struct option_def *o = &options[i];
         char left[64];
-        snprintf(left, sizeof left, "--%s %s", options[i].name, options[i].arg);
-        fprintf(out, "  %-28s %s\n", left, options[i].help);
+        snprintf(left, sizeof left, "--%s %s", o->name, o->arg);
+        fprintf(out, "  %-28s ", left);
+        for (const char *h = o->help; *h; h++) {
+            if (*h == '\n')
+                fprintf(out, "\n%*s", HELP_INDENT, "");
+            else
+                fputc(*h, out);
+        }
+        if (o->kind == OPT_MANY) fprintf(out, "; repeatable");
+        if (o->def_help)
+            fprintf(out, " (default: %s)", o->def_help);
+        else if (o->def)
+            fprintf(out, " (default %s)", o->def);
+        fputc('\n', out);
     }
     fprintf(out, "  %-28s %s\n", "-h, --help", "show this help");
 }
@@ -54,8 +283,7 @@ int rd_weight_parse(const char *s, uint32_t *out)
     uint64_t whole = 0, frac = 0;
     int fd = 0;
     const char *p = s;
-    if (!isdigit((unsigned char)*p))
-        return -1;
+    if (!isdigit((unsigned char)*p)) return -1;
     while (isdigit((unsigned char)*p) && whole < 1000000)
         whole = whole * 10 + (uint64_t)(*p++ - '0');
     if (*p == '.') {
@@ -67,187 +295,208 @@ int rd_weight_parse(const char *s, uint32_t *out)
         while (*p == '0')
             p++;
     }
-    if (*p)
-        return -1;
+    if (*p) return -1;
     while (fd++ < 3)
         frac *= 10;
     uint64_t w = whole * RD_WEIGHT_ONE + frac;
-    if (w < 1 || w > RD_WEIGHT_MAX)
-        return -1;
+    if (w < 1 || w > RD_WEIGHT_MAX) return -1;
     *out = (uint32_t)w;
     return 0;
 }
 
-static int copy(char *dst, size_t cap, const char *src)
+/* Applies one option given on the command line or (in_file) in a config file. */
+static int apply(struct rd_agent_config *cfg, const char *name, const char *val, bool in_file,
+                 char *err, size_t errlen)
 {
-    if (strlen(src) >= cap)
-        return -1;
-    strcpy(dst, src);
-    return 0;
+    const struct option_def *o = find_option(name);
+    if (!o) {
+        snprintf(err, errlen, "unknown option --%s (see ringd agent --help)", name);
+        return RD_EINVAL;
+    }
+    if (o->kind == OPT_FILE && in_file)
+        return refuse(o, err, errlen, "config files cannot include others");
+    return o->set(o, cfg, val, err, errlen);
 }
 
-static int read_config_file(struct rd_agent_config *cfg, const char *path, char *err,
-                            size_t errlen, int depth);
-
-/* Applies one option; returns 0, or -1 with err filled. */
-static int apply(struct rd_agent_config *cfg, const char *opt, const char *val, char *err,
-                 size_t errlen, int depth)
+int rd_config_defaults(struct rd_agent_config *cfg, char *err, size_t errlen)
 {
-#define FAIL(...)                                                                          \
-    do {                                                                                   \
-        snprintf(err, errlen, __VA_ARGS__);                                                \
-        return -1;                                                                         \
-    } while (0)
-    char *end;
-    if (strcmp(opt, "name") == 0) {
-        if (!rd_name_valid(val, strlen(val)))
-            FAIL("--name: '%s' is not a valid name (1-%d of A-Z a-z 0-9 . _ - : @)", val,
-                 RD_NAME_MAX);
-        strcpy(cfg->name, val);
-    } else if (strcmp(opt, "bind") == 0) {
-        if (copy(cfg->bind_text, sizeof cfg->bind_text, val) < 0)
-            FAIL("--bind: address too long");
-    } else if (strcmp(opt, "advertise") == 0) {
-        if (copy(cfg->advertise_text, sizeof cfg->advertise_text, val) < 0)
-            FAIL("--advertise: address too long");
-    } else if (strcmp(opt, "join") == 0) {
-        if (cfg->njoins == RD_JOIN_MAX)
-            FAIL("--join: at most %d seeds", RD_JOIN_MAX);
-        char host[RD_HOSTPORT_MAX + 1];
-        int port;
-        char why[128];
-        if (rd_hostport_split(val, RD_DEFAULT_PORT, host, sizeof host, &port, why, sizeof why) < 0)
-            FAIL("--join %s: %s", val, why);
-        if (copy(cfg->joins[cfg->njoins], sizeof cfg->joins[0], val) < 0)
-            FAIL("--join: address too long");
-        cfg->njoins++;
-    } else if (strcmp(opt, "socket") == 0) {
-        if (!*val || copy(cfg->socket_path, sizeof cfg->socket_path, val) < 0)
-            FAIL("--socket: path must be 1 to %zu bytes", sizeof cfg->socket_path - 1);
-    } else if (strcmp(opt, "socket-mode") == 0) {
-        errno = 0;
-        unsigned long m = strtoul(val, &end, 8);
-        if (errno || *end || !*val || m > 0777)
-            FAIL("--socket-mode: '%s' is not an octal mode like 0660", val);
-        cfg->socket_mode = (unsigned)m;
-    } else if (strcmp(opt, "vnodes") == 0) {
-        errno = 0;
-        unsigned long v = strtoul(val, &end, 10);
-        if (errno || *end || !*val || v < 1 || v > RD_RING_VNODES_MAX)
-            FAIL("--vnodes: '%s' is not a number from 1 to %d", val, RD_RING_VNODES_MAX);
-        cfg->vnodes = (uint32_t)v;
-    } else if (strcmp(opt, "weight") == 0) {
-        if (rd_weight_parse(val, &cfg->weight) < 0)
-            FAIL("--weight: '%s' is not a weight from 0.001 to 100", val);
-    } else if (strcmp(opt, "zone") == 0) {
-        if (!rd_zone_valid(val, strlen(val)))
-            FAIL("--zone: '%s' is not a valid zone (up to %d of A-Z a-z 0-9 . _ - : @)", val,
-                 RD_ZONE_MAX);
-        strcpy(cfg->zone, val);
-    } else if (strcmp(opt, "tag") == 0) {
-        size_t have = strlen(cfg->tags), add = strlen(val);
-        if (!strchr(val, '=') || strchr(val, ',') || !rd_tags_valid(val, add))
-            FAIL("--tag: '%s' is not KEY=VALUE (A-Z a-z 0-9 . _ - : @ /)", val);
-        if (have + add + 1 > RD_TAGS_MAX)
-            FAIL("--tag: all tags together must fit in %d bytes", RD_TAGS_MAX);
-        if (have)
-            strcat(cfg->tags, ",");
-        strcat(cfg->tags, val);
-    } else if (strcmp(opt, "log-format") == 0) {
-        int f = rd_log_format_parse(val);
-        if (f < 0)
-            FAIL("--log-format: '%s' is not logfmt or json", val);
-        cfg->log_format = (enum rd_log_format)f;
-    } else if (strcmp(opt, "log-level") == 0) {
-        int l = rd_log_level_parse(val);
-        if (l < 0)
-            FAIL("--log-level: '%s' is not debug, info, warn or error", val);
-        cfg->log_level = (enum rd_log_level)l;
-    } else if (strcmp(opt, "seed") == 0) {
-        errno = 0;
-        cfg->seed = strtoull(val, &end, 10);
-        if (errno || *end || !*val)
-            FAIL("--seed: '%s' is not a number", val);
-    } else if (strcmp(opt, "config") == 0) {
-        if (depth > 0)
-            FAIL("--config: config files cannot include others");
-        return read_config_file(cfg, val, err, errlen, depth + 1);
-    } else {
-        FAIL("unknown option --%s (see ringd agent --help)", opt);
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const struct option_def *o = &options[i];
+        if (o->def && o->set(o, cfg, o->def, err, errlen) < 0) return RD_EINVAL;
     }
     return 0;
-#undef FAIL
 }
 
-static char *trim(char *s)
+/*
+ * The config file is read by inih. Debian's build exposes inih's settings as variables;
+ * they are set before every read so the format is ours whatever the defaults. inih hands
+ * the text to a reader of ours one line at a time, in a buffer of ini_max_line bytes. The
+ * reader passes on whole lines only: a longer line is an error at its own line, never cut
+ * into two, and it refuses the forms inih knows but our format has not, before inih sees
+ * them: sections and "option: value".
+ */
+struct config_source {
+    FILE *f;
+    const char *path;
+    struct rd_agent_config *cfg;
+    int lineno;     /* of the line last handed to inih */
+    bool failed;    /* err holds "PATH:LINE: reason" */
+    int read_errno; /* the file could not be read */
+    char *err;
+    size_t errlen;
+};
+
+static char comment_chars[] = "#;";
+
+static void set_ini_format(void)
 {
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
+    ini_max_line = CONFIG_LINE_BYTES + 2; /* the line, its '\n' and a '\0' */
+    ini_use_stack = true;
+    ini_start_comment_prefixes = comment_chars;
+    ini_allow_inline_comments = true;
+    ini_inline_comment_prefixes = comment_chars;
+    ini_allow_multiline = false; /* an indented line is an option, not a continuation */
+    ini_allow_no_value = false;
+    ini_allow_bom = true;
+    ini_stop_on_first_error = true;
 }
 
-static int read_config_file(struct rd_agent_config *cfg, const char *path, char *err,
-                            size_t errlen, int depth)
+/* Fills err with "PATH:LINE: " and the message; returns false. */
+static bool source_fail(struct config_source *src, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool source_fail(struct config_source *src, const char *fmt, ...)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
-        return -1;
+    int n = snprintf(src->err, src->errlen, "%s:%d: ", src->path, src->lineno);
+    if (n >= 0 && (size_t)n < src->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(src->err + n, src->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
     }
-    char line[1024];
-    int lineno = 0, rc = 0;
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *s = trim(line);
-        if (!*s)
-            continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            snprintf(err, errlen, "%s:%d: expected 'option = value'", path, lineno);
-            rc = -1;
-            break;
+    src->failed = true;
+    return false;
+}
+
+/* Passes a line on if it is one of ours: blank, a comment, or text with '=' before any ':'. */
+static bool line_welcome(struct config_source *src, const char *line)
+{
+    if (src->lineno == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0)
+        line += 3; /* a UTF-8 byte order mark, which inih skips */
+    line += strspn(line, " \t\r\n\v\f");
+    if (!*line || strchr(comment_chars, *line)) return true;
+    if (*line == '[')
+        return source_fail(src, "sections are not supported: write 'option = value' lines only");
+    if (line[strcspn(line, "=:")] != '=') return source_fail(src, "expected 'option = value'");
+    return true;
+}
+
+/* inih's reader: one whole line into buf, or NULL at the end or on a refused line. */
+static char *next_line(char *buf, int cap, void *stream)
+{
+    struct config_source *src = stream;
+    int c = getc(src->f);
+    if (c == EOF) {
+        src->read_errno = ferror(src->f) ? errno : 0;
+        return NULL;
+    }
+    src->lineno++;
+    int n = 0;
+    for (; c != EOF; c = getc(src->f)) {
+        if (c == '\0') {
+            source_fail(src, "a NUL byte is not text");
+            return NULL;
         }
-        *eq = '\0';
-        char sub[512];
-        rc = apply(cfg, trim(s), trim(eq + 1), sub, sizeof sub, depth);
-        if (rc < 0)
-            snprintf(err, errlen, "%s:%d: %s", path, lineno, sub);
+        if (c != '\n' && n >= cap - 2) {
+            source_fail(src, "line too long (the limit is %d bytes)", cap - 2);
+            return NULL;
+        }
+        buf[n++] = (char)c;
+        if (c == '\n') break;
     }
+    if (ferror(src->f)) {
+        src->read_errno = errno;
+        return NULL;
+    }
+    buf[n] = '\0';
+    return line_welcome(src, buf) ? buf : NULL;
+}
+
+/* inih's handler: one `option = value`. */
+static int on_option(void *user, const char *section, const char *name, const char *value)
+{
+    struct config_source *src = user;
+    char why[512];
+    if (apply(src->cfg, name, value, true, why, sizeof why) == 0) return 1;
+    source_fail(src, "%s", why);
+    return 0;
+}
+
+int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char *err, size_t errlen)
+{
+    struct config_source src = {.f = f, .path = path, .cfg = cfg, .err = err, .errlen = errlen};
+    set_ini_format();
+    int rc = ini_parse_stream(next_line, &src, on_option, &src);
+    if (src.failed) return RD_EINVAL;
+    if (src.read_errno) {
+        snprintf(err, errlen, "%s: %s", path, strerror(src.read_errno));
+        return RD_EINVAL;
+    }
+    if (rc != 0) { /* inih refused line rc: no '=' before an inline comment */
+        src.lineno = rc;
+        source_fail(&src, "expected 'option = value'");
+        return RD_EINVAL;
+    }
+    return 0;
+}
+
+static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                      char *err, size_t errlen)
+{
+    FILE *f = fopen(val, "r");
+    if (!f) {
+        snprintf(err, errlen, "--%s %s: %s", o->name, val, strerror(errno));
+        return RD_EINVAL;
+    }
+    int rc = rd_config_read(cfg, f, val, err, errlen);
     fclose(f);
     return rc;
 }
 
-static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
+/* Resolves the text of --bind or --advertise into `out`. */
+static int resolve(const char *flag, const char *text, int default_port, int passive,
+                   struct rd_addr *out, char *err, size_t errlen)
 {
     char why[128];
+    if (rd_addr_resolve(text, default_port, passive, out, why, sizeof why) < 0) {
+        snprintf(err, errlen, "--%s %s: %s", flag, text, why);
+        return RD_EINVAL;
+    }
+    return 0;
+}
+
+/* What needs every option first: the host name as default name, and addresses. */
+static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
+{
     if (!cfg->name[0]) {
         char host[256] = "";
         gethostname(host, sizeof host - 1);
         if (!rd_name_valid(host, strlen(host))) {
             snprintf(err, errlen, "host name '%s' is not a valid member name: use --name", host);
-            return -1;
+            return RD_EINVAL;
         }
         strcpy(cfg->name, host);
     }
-    if (rd_addr_resolve(cfg->bind_text, RD_DEFAULT_PORT, 1, &cfg->bind, why, sizeof why) < 0) {
-        snprintf(err, errlen, "--bind %s: %s", cfg->bind_text, why);
-        return -1;
-    }
+    if (resolve("bind", cfg->bind_text, RD_DEFAULT_PORT, 1, &cfg->bind, err, errlen) < 0)
+        return RD_EINVAL;
     if (cfg->advertise_text[0]) {
-        if (rd_addr_resolve(cfg->advertise_text, cfg->bind.port, 0, &cfg->advertise, why,
-                            sizeof why) < 0) {
-            snprintf(err, errlen, "--advertise %s: %s", cfg->advertise_text, why);
-            return -1;
-        }
+        if (resolve("advertise", cfg->advertise_text, cfg->bind.port, 0, &cfg->advertise, err,
+                    errlen) < 0)
+            return RD_EINVAL;
         if (rd_addr_is_any(&cfg->advertise)) {
-            snprintf(err, errlen, "--advertise: %s cannot be reached by others", cfg->advertise_text);
-            return -1;
+            snprintf(err, errlen, "--advertise: %s cannot be reached by others",
+                     cfg->advertise_text);
+            return RD_EINVAL;
         }
     } else {
         cfg->advertise = cfg->bind; /* an unspecified bind is resolved by the agent */
@@ -257,14 +506,7 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
 
 int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
-    memset(cfg, 0, sizeof *cfg);
-    snprintf(cfg->bind_text, sizeof cfg->bind_text, "0.0.0.0:%d", RD_DEFAULT_PORT);
-    snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", RD_DEFAULT_SOCKET);
-    cfg->socket_mode = 0660;
-    cfg->vnodes = RD_RING_VNODES_DEFAULT;
-    cfg->weight = RD_WEIGHT_ONE;
-    cfg->log_format = RD_LOG_LOGFMT;
-    cfg->log_level = RD_LOG_INFO;
+    if (rd_config_defaults(cfg, err, errlen) < 0) return RD_EINVAL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -273,31 +515,27 @@ int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *er
         }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see ringd agent --help)", a);
-            return -1;
+            return RD_EINVAL;
         }
-        char opt[64];
+        char name[64];
         const char *val;
         const char *eq = strchr(a, '=');
         if (eq) { /* --opt=value */
             size_t n = (size_t)(eq - a - 2);
-            if (n >= sizeof opt)
-                n = sizeof opt - 1;
-            memcpy(opt, a + 2, n);
-            opt[n] = '\0';
+            if (n >= sizeof name) n = sizeof name - 1;
+            memcpy(name, a + 2, n);
+            name[n] = '\0';
             val = eq + 1;
         } else {
-            snprintf(opt, sizeof opt, "%s", a + 2);
+            snprintf(name, sizeof name, "%s", a + 2);
             if (i + 1 >= argc) {
-                bool known = false;
-                for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
-                    known |= strcmp(options[k].name, opt) == 0;
-                snprintf(err, errlen, known ? "--%s needs a value" : "unknown option --%s", opt);
-                return -1;
+                snprintf(err, errlen,
+                         find_option(name) ? "--%s needs a value" : "unknown option --%s", name);
+                return RD_EINVAL;
             }
             val = argv[++i];
         }
-        if (apply(cfg, opt, val, err, errlen, 0) < 0)
-            return -1;
+        if (apply(cfg, name, val, false, err, errlen) < 0) return RD_EINVAL;
     }
     return finish(cfg, err, errlen);
 }

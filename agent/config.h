@@ -1,8 +1,13 @@
 /*
  * config.h — `ringd agent` settings: flags, an optional config file, defaults, validation.
  *
- * One table of options serves the command line, the config file and --help, so the
- * three cannot drift apart. Bad input yields a one-line reason; main() exits 2 on it.
+ * Each option is one row of the table in config.c: name, value placeholder, kind (last
+ * wins, repeatable, or reads a file), field, default and setter. Flags (`--opt value`,
+ * `--opt=value`) and config-file lines (`opt = value`, read with inih) are looked up in
+ * that table and stored by the row's setter; defaults are applied by the same setters from
+ * the row's text; --help is printed from the rows. With no second list to keep in step,
+ * the sources cannot drift; tests/unit/test_config.c checks that --help names every row
+ * once. Bad input yields a one-line reason; main() exits 2 on it.
  */
 #ifndef RD_AGENT_CONFIG_H
 #define RD_AGENT_CONFIG_H
@@ -15,7 +20,7 @@
 #include "log.h"
 #include "member.h"
 
-#define RD_DEFAULT_PORT 7946
+#define RD_DEFAULT_PORT   7946
 #define RD_DEFAULT_SOCKET "/run/ringd/ringd.sock"
 /** Seeds accepted with --join. */
 #define RD_JOIN_MAX 16
@@ -32,19 +37,28 @@ struct rd_agent_config {
     char socket_path[108];
     unsigned socket_mode;
     uint32_t vnodes;
-    uint32_t weight;       /* fixed point, RD_WEIGHT_ONE = 1.0 */
+    uint32_t weight; /* fixed point, RD_WEIGHT_ONE = 1.0 */
     char zone[RD_ZONE_MAX + 1];
     char tags[RD_TAGS_MAX + 1];
     enum rd_log_format log_format;
     enum rd_log_level log_level;
-    uint64_t seed;         /* 0: from the clock and pid */
+    uint64_t seed; /* 0: from the clock and pid */
 };
 
 /**
- * Parses `ringd agent` arguments (argv[0] is "agent"). Returns 0, 1 when --help was printed,
- * or -1 with a message in err.
+ * Parses `ringd agent` arguments (argv[0] is "agent") over the defaults, then resolves the
+ * addresses. Returns 0, 1 when --help was printed, or RD_EINVAL with one line in err.
  */
 int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen);
+/** Sets every field to its option's default. Returns 0 (RD_EINVAL only if a default is bad). */
+int rd_config_defaults(struct rd_agent_config *cfg, char *err, size_t errlen);
+/**
+ * Applies the options of a config file, open as `f` and named `path` in messages, over cfg:
+ * what --config does, without resolving addresses. Returns 0, or RD_EINVAL with
+ * "PATH:LINE: reason" in err; options before the bad line stay applied.
+ */
+int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char *err,
+                   size_t errlen);
 /** Prints the `ringd agent` options. */
 void rd_config_usage(FILE *out);
 /** Parses a weight like "1", "0.5", "2.125" into fixed point; -1 if invalid. */

@@ -1,0 +1,445 @@
+/*
+ * test_config.c — `ringd agent` options (agent/config.h): flags, config files, --help.
+ *
+ * Cases are rows: arguments (or a config file's text) and either what the parsed settings
+ * must contain or the exact one-line error. Settings are compared through describe(), one
+ * line naming every field, so a case states only what it is about. In config-file cases
+ * "{}" in the expected text stands for the temporary file's path.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "rd_err.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+#define MAXARGS 40
+
+/* Every field of a config as one line. */
+static const char *describe(const struct rd_agent_config *c)
+{
+    static char out[8192];
+    char joins[RD_JOIN_MAX * (RD_HOSTPORT_MAX + 1) + 1] = "";
+    for (int i = 0; i < c->njoins; i++) {
+        if (i) strcat(joins, " ");
+        strcat(joins, c->joins[i]);
+    }
+    snprintf(out, sizeof out,
+             "name=%s bind=%s port=%u advertise=%s adv_port=%u joins=[%s] socket=%s mode=%o "
+             "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu",
+             c->name, c->bind_text, c->bind.port, c->advertise_text, c->advertise.port, joins,
+             c->socket_path, c->socket_mode, (unsigned)c->vnodes, (unsigned)c->weight, c->zone,
+             c->tags, (int)c->log_format, (int)c->log_level, (unsigned long long)c->seed);
+    return out;
+}
+
+/* Parses "agent --name t1" followed by args (NULL-terminated). */
+static int parse(struct rd_agent_config *cfg, const char *const *args, char *err, size_t errlen)
+{
+    char *argv[MAXARGS + 3] = {"agent", "--name", "t1"};
+    int argc = 3;
+    for (; args[argc - 3]; argc++) {
+        assert_true(argc < MAXARGS + 2);
+        argv[argc] = (char *)args[argc - 3];
+    }
+    err[0] = '\0';
+    return rd_config_parse(cfg, argc, argv, err, errlen);
+}
+
+/* Replaces each "{}" in pattern with path. */
+static const char *expand(const char *pattern, const char *path)
+{
+    static char out[1024];
+    out[0] = '\0';
+    const char *p = pattern, *at;
+    while ((at = strstr(p, "{}"))) {
+        strncat(out, p, (size_t)(at - p));
+        strcat(out, path);
+        p = at + 2;
+    }
+    strcat(out, p);
+    return out;
+}
+
+/* A temporary file holding text (len bytes, NULs and all); its path is returned. */
+static const char *temp_file(const char *text, size_t len)
+{
+    static char path[64];
+    strcpy(path, "/tmp/test_config.XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+/* want: a piece of describe() the result must contain, or the exact error. */
+static void expect(int rc, const struct rd_agent_config *cfg, const char *err, bool fails,
+                   const char *want)
+{
+    if (fails) {
+        assert_int_equal(rc, RD_EINVAL);
+        assert_string_equal(err, want);
+    } else {
+        if (rc != 0) fail_msg("unexpected error: %s", err);
+        const char *got = describe(cfg);
+        if (!strstr(got, want)) fail_msg("'%s' not in '%s'", want, got);
+    }
+}
+
+/* ------------------------------------------------------------------ flags */
+
+struct flag_case {
+    const char *args[12];
+    bool fails;
+    const char *want;
+};
+
+static const struct flag_case flag_cases[] = {
+    /* defaults, all of them */
+    {{NULL},
+     false,
+     "name=t1 bind=0.0.0.0:7946 port=7946 advertise= adv_port=7946 joins=[] "
+     "socket=/run/ringd/ringd.sock mode=660 vnodes=512 weight=1000 zone= tags= log=0/1 seed=0"},
+    /* valid values, both spellings */
+    {{"--name", "web-1.eu:a@b_c"}, false, "name=web-1.eu:a@b_c "},
+    {{"--bind", "127.0.0.1:9000"}, false, "bind=127.0.0.1:9000 port=9000 advertise= adv_port=9000"},
+    {{"--bind=[::1]:9001"}, false, "bind=[::1]:9001 port=9001"},
+    {{"--advertise", "10.1.2.3"}, false, "advertise=10.1.2.3 adv_port=7946"},
+    {{"--join", "10.0.0.1", "--join=[::1]:7000", "--join", "seed.example:1"},
+     false,
+     "joins=[10.0.0.1 [::1]:7000 seed.example:1]"},
+    {{"--socket", "/tmp/a.sock", "--socket-mode=0600"}, false, "socket=/tmp/a.sock mode=600 "},
+    {{"--vnodes", "1"}, false, "vnodes=1 "},
+    {{"--vnodes=4096"}, false, "vnodes=4096 "},
+    {{"--weight", "0.001"}, false, "weight=1 "},
+    {{"--weight=2.5"}, false, "weight=2500 "},
+    {{"--zone", "eu-west-1"}, false, "zone=eu-west-1 "},
+    {{"--tag", "role=db", "--tag=path=/a/b"}, false, "tags=role=db,path=/a/b "},
+    {{"--log-format", "json", "--log-level=debug"}, false, "log=1/0 "},
+    {{"--log-level", "error"}, false, "log=0/3 "},
+    {{"--seed", "18446744073709551615"}, false, "seed=18446744073709551615"},
+    /* given twice: the last wins */
+    {{"--vnodes", "5", "--vnodes=9"}, false, "vnodes=9 "},
+    {{"--name", "a", "--name", "b"}, false, "name=b "},
+    {{"--zone", "x", "--zone="}, false, "zone= "},
+    /* invalid values */
+    {{"--name", "bad name"},
+     true,
+     "--name: 'bad name' is not a valid name (1-64 of A-Z a-z 0-9 . _ - : @)"},
+    {{"--name="}, true, "--name: '' is not a valid name (1-64 of A-Z a-z 0-9 . _ - : @)"},
+    {{"--bind", "1.2.3.4:99999"},
+     true,
+     "--bind 1.2.3.4:99999: port must be a number from 1 to 65535"},
+    {{"--advertise", "0.0.0.0"}, true, "--advertise: 0.0.0.0 cannot be reached by others"},
+    {{"--socket", ""}, true, "--socket: path must be 1 to 107 bytes"},
+    {{"--socket-mode", "999"}, true, "--socket-mode: '999' is not an octal mode like 0660"},
+    {{"--socket-mode", "0660x"}, true, "--socket-mode: '0660x' is not an octal mode like 0660"},
+    {{"--vnodes", "0"}, true, "--vnodes: '0' is not a number from 1 to 4096"},
+    {{"--vnodes", "4097"}, true, "--vnodes: '4097' is not a number from 1 to 4096"},
+    {{"--vnodes", ""}, true, "--vnodes: '' is not a number from 1 to 4096"},
+    {{"--weight", "0"}, true, "--weight: '0' is not a weight from 0.001 to 100"},
+    {{"--weight", "100.001"}, true, "--weight: '100.001' is not a weight from 0.001 to 100"},
+    {{"--zone", "a b"},
+     true,
+     "--zone: 'a b' is not a valid zone (up to 32 of A-Z a-z 0-9 . _ - : @)"},
+    {{"--tag", "nokv"}, true, "--tag: 'nokv' is not KEY=VALUE (A-Z a-z 0-9 . _ - : @ /)"},
+    {{"--tag", "a=1,b=2"}, true, "--tag: 'a=1,b=2' is not KEY=VALUE (A-Z a-z 0-9 . _ - : @ /)"},
+    {{"--log-format", "xml"}, true, "--log-format: 'xml' is not logfmt or json"},
+    {{"--log-level", "trace"}, true, "--log-level: 'trace' is not debug, info, warn or error"},
+    {{"--seed", "x"}, true, "--seed: 'x' is not a number"},
+    {{"--seed", "1 "}, true, "--seed: '1 ' is not a number"},
+    {{"--config", "/nonexistent/ringd.conf"},
+     true,
+     "--config /nonexistent/ringd.conf: No such file or directory"},
+    /* missing value, unknown options, stray words */
+    {{"--vnodes"}, true, "--vnodes needs a value"},
+    {{"--config"}, true, "--config needs a value"},
+    {{"--nope"}, true, "unknown option --nope"},
+    {{"--nope", "x"}, true, "unknown option --nope (see ringd agent --help)"},
+    {{"--nope=x"}, true, "unknown option --nope (see ringd agent --help)"},
+    {{"--=x"}, true, "unknown option -- (see ringd agent --help)"},
+    {{"agent"}, true, "unexpected argument 'agent' (see ringd agent --help)"},
+    {{"-v"}, true, "unexpected argument '-v' (see ringd agent --help)"},
+    /* the first bad argument is the one reported */
+    {{"--vnodes", "0", "--nope"}, true, "--vnodes: '0' is not a number from 1 to 4096"},
+};
+
+static void test_config_flags(void **state)
+{
+    for (size_t i = 0; i < sizeof flag_cases / sizeof flag_cases[0]; i++) {
+        const struct flag_case *c = &flag_cases[i];
+        struct rd_agent_config cfg;
+        char err[512];
+        int rc = parse(&cfg, c->args, err, sizeof err);
+        print_message("flags #%zu: %s %s\n", i, c->args[0] ? c->args[0] : "(none)", c->want);
+        expect(rc, &cfg, err, c->fails, c->want);
+    }
+}
+
+static void test_config_join_and_tag_limits(void **state)
+{
+    const char *args[MAXARGS + 1] = {NULL};
+    int n = 0;
+    for (int i = 0; i <= RD_JOIN_MAX; i++) {
+        args[n++] = "--join";
+        args[n++] = "10.0.0.1:7946";
+    }
+    struct rd_agent_config cfg;
+    char err[512];
+    assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "--join: at most 16 seeds");
+
+    /* tags are joined with ',' and must fit RD_TAGS_MAX together */
+    static char tag[128];
+    memset(tag, 'v', sizeof tag - 1);
+    memcpy(tag, "k=", 2);
+    const char *tags[] = {"--tag", tag, "--tag", tag, NULL};
+    assert_int_equal(parse(&cfg, tags, err, sizeof err), 0);
+    assert_int_equal(strlen(cfg.tags), 2 * 127 + 1);
+    const char *more[] = {"--tag", tag, "--tag", tag, "--tag", "a=b", NULL};
+    assert_int_equal(parse(&cfg, more, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "--tag: all tags together must fit in 255 bytes");
+}
+
+/* ------------------------------------------------------------------ --help */
+
+static void test_config_help(void **state)
+{
+    /* --help anywhere returns 1 and stops before later arguments are looked at */
+    struct rd_agent_config cfg;
+    char err[64];
+    const char *args[] = {"--vnodes", "7", "-h", "--nope", NULL};
+    assert_int_equal(parse(&cfg, args, err, sizeof err), 1);
+}
+
+static void test_config_help_names_every_option_once(void **state)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    rd_config_usage(f);
+    fclose(f);
+
+    /* the options README.md documents, each on exactly one line of its own */
+    static const char *const documented[] = {
+        "name",   "bind", "advertise", "join",       "socket",    "socket-mode", "vnodes",
+        "weight", "zone", "tag",       "log-format", "log-level", "config",      "seed",
+    };
+    size_t ndoc = sizeof documented / sizeof documented[0];
+    for (size_t i = 0; i < ndoc; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "\n  --%s ", documented[i]);
+        const char *at = strstr(text, needle);
+        if (!at) fail_msg("--help does not name --%s:\n%s", documented[i], text);
+        if (strstr(at + 1, needle)) fail_msg("--help names --%s twice:\n%s", documented[i], text);
+    }
+
+    /* and nothing else: every "  --X" line is a documented option the parser knows */
+    size_t nflags = 0;
+    for (const char *p = strstr(text, "\n  --"); p; p = strstr(p + 1, "\n  --")) {
+        char name[64];
+        assert_int_equal(sscanf(p + 5, "%63[a-z-]", name), 1);
+        nflags++;
+        bool known = false;
+        for (size_t i = 0; i < ndoc; i++)
+            known |= strcmp(name, documented[i]) == 0;
+        if (!known) fail_msg("--help names an undocumented --%s", name);
+        /* only --join and --tag add up; --help says so */
+        size_t line = strcspn(p + 1, "\n");
+        bool says = memmem(p + 1, line, "repeatable", 10) != NULL;
+        bool many = strcmp(name, "join") == 0 || strcmp(name, "tag") == 0;
+        if (says != many)
+            fail_msg("--%s: 'repeatable' is %s --help", name, says ? "wrongly in" : "missing from");
+        struct rd_agent_config cfg;
+        char flag[80], err[128];
+        snprintf(flag, sizeof flag, "--%s", name);
+        const char *args[] = {flag, NULL};
+        assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
+        char want[128];
+        snprintf(want, sizeof want, "--%s needs a value", name);
+        assert_string_equal(err, want);
+    }
+    assert_int_equal(nflags, ndoc);
+    assert_non_null(strstr(text, "\n  -h, --help "));
+    free(text);
+}
+
+/* ------------------------------------------------------------------ config files */
+
+struct file_case {
+    const char *text;
+    size_t len;
+    bool fails;
+    const char *want; /* "{}" is the file's path */
+};
+
+#define T(s) (s), (sizeof(s) - 1)
+
+static const struct file_case file_cases[] = {
+    {T(""), false, "vnodes=512 "},
+    {T("vnodes = 7"), false, "vnodes=7 "}, /* no '\n' at the end */
+    {T("# comment\n; comment too\n\n   \n\t\nvnodes = 7\n"), false, "vnodes=7 "},
+    {T("vnodes = 7 # seven\nweight = 2 ; two\n"), false, "vnodes=7 weight=2000 "},
+    {T("  vnodes = 7\n\tseed=3\n"), false, "vnodes=7 weight=1000 zone= tags= log=0/1 seed=3"},
+    {T("vnodes=7\nseed  =  3  \n"), false, "seed=3"},
+    {T("\xEF\xBB\xBFvnodes = 7\n"), false, "vnodes=7 "},
+    {T("vnodes = 7\r\nseed = 3\r\n"), false, "vnodes=7 weight=1000 zone= tags= log=0/1 seed=3"},
+    {T("vnodes = 5\nvnodes = 6\n"), false, "vnodes=6 "},
+    {T("tag = a=1\ntag = b=2\njoin = 10.0.0.1\njoin = 10.0.0.2:7000\n"), false,
+     "joins=[10.0.0.1 10.0.0.2:7000] socket=/run/ringd/ringd.sock mode=660 vnodes=512 "
+     "weight=1000 zone= tags=a=1,b=2 "},
+    {T("bind = [::1]:9000\nadvertise = [::1]\n"), false,
+     "bind=[::1]:9000 port=9000 advertise=[::1] adv_port=9000"},
+    {T("vnodes = 7\nvnodes 8\n"), true, "{}:2: expected 'option = value'"},
+    {T("bind 127.0.0.1:9000\n"), true, "{}:1: expected 'option = value'"},
+    {T("vnodes: 8\n"), true, "{}:1: expected 'option = value'"},
+    {T("vnodes ; x = 5\n"), true, "{}:1: expected 'option = value'"},
+    {T("vnodes = 7\n[agent]\nseed = 1\n"), true,
+     "{}:2: sections are not supported: write 'option = value' lines only"},
+    {T("\xEF\xBB\xBF[agent]\n"), true,
+     "{}:1: sections are not supported: write 'option = value' lines only"},
+    {T("# x\nfrob = 1\n"), true, "{}:2: unknown option --frob (see ringd agent --help)"},
+    {T("= 1\n"), true, "{}:1: unknown option -- (see ringd agent --help)"},
+    {T("help = 1\n"), true, "{}:1: unknown option --help (see ringd agent --help)"},
+    {T("\n\nvnodes = 0\n"), true, "{}:3: --vnodes: '0' is not a number from 1 to 4096"},
+    {T("vnodes = 7#c\n"), true, "{}:1: --vnodes: '7#c' is not a number from 1 to 4096"},
+    {T("name =\n"), true, "{}:1: --name: '' is not a valid name (1-64 of A-Z a-z 0-9 . _ - : @)"},
+    {T("config = /etc/hosts\n"), true, "{}:1: --config: config files cannot include others"},
+    {T("vnodes = 7\nseed = 1\0 2\n"), true, "{}:2: a NUL byte is not text"},
+    {T("bind = 1.2.3.4:99999\n"), true,
+     "--bind 1.2.3.4:99999: port must be a number from 1 to 65535"},
+};
+
+static void test_config_files(void **state)
+{
+    for (size_t i = 0; i < sizeof file_cases / sizeof file_cases[0]; i++) {
+        const struct file_case *c = &file_cases[i];
+        const char *path = temp_file(c->text, c->len);
+        const char *args[] = {"--config", path, NULL};
+        struct rd_agent_config cfg;
+        char err[512];
+        int rc = parse(&cfg, args, err, sizeof err);
+        print_message("file #%zu: %s\n", i, c->want);
+        expect(rc, &cfg, err, c->fails, expand(c->want, path));
+        unlink(path);
+    }
+}
+
+/* A file of `before` lines, one line of n bytes (before its '\n'), then "vnodes = 9". */
+static const char *file_with_line(const char *before, const char *start, size_t n)
+{
+    static char text[4096];
+    size_t b = strlen(before);
+    memcpy(text, before, b);
+    memset(text + b, 'x', n);
+    memcpy(text + b, start, strlen(start));
+    strcpy(text + b + n, "\nvnodes = 9\n");
+    return temp_file(text, strlen(text));
+}
+
+static void test_config_long_lines(void **state)
+{
+    struct rd_agent_config cfg;
+    char err[512];
+    const char *args[] = {"--config", NULL, NULL};
+
+    /* 1,022 bytes is the longest line */
+    args[1] = file_with_line("", "# ", 1022);
+    assert_int_equal(parse(&cfg, args, err, sizeof err), 0);
+    assert_int_equal(cfg.vnodes, 9);
+    unlink(args[1]);
+
+    /* one more is refused at its own line, not cut into two */
+    args[1] = file_with_line("seed = 1\n", "# ", 1023);
+    assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, expand("{}:2: line too long (the limit is 1022 bytes)", args[1]));
+    unlink(args[1]);
+
+    /* a 2,000-byte option line: its tail is not read as the next line */
+    args[1] = file_with_line("vnodes = 7\n", "tag = a=", 2000);
+    assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, expand("{}:2: line too long (the limit is 1022 bytes)", args[1]));
+    unlink(args[1]);
+
+    /* ... nor when its tail looks like an option */
+    static char text[2100];
+    memset(text, ' ', sizeof text);
+    memcpy(text, "# ", 2);
+    strcpy(text + 1030, "vnodes = 3\n");
+    args[1] = temp_file(text, strlen(text));
+    assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, expand("{}:1: line too long (the limit is 1022 bytes)", args[1]));
+    unlink(args[1]);
+}
+
+/* File and flags apply in order: the last wins, repeatable ones add up. */
+static void test_config_file_and_flags_in_order(void **state)
+{
+    const char *path = temp_file(T("vnodes = 4\ntag = b=2\njoin = 10.0.0.2\n"));
+    struct rd_agent_config cfg;
+    char err[512];
+
+    const char *before[] = {"--vnodes", "3", "--config", path, NULL};
+    assert_int_equal(parse(&cfg, before, err, sizeof err), 0);
+    assert_int_equal(cfg.vnodes, 4);
+
+    const char *after[] = {"--config", path, "--vnodes", "3", NULL};
+    assert_int_equal(parse(&cfg, after, err, sizeof err), 0);
+    assert_int_equal(cfg.vnodes, 3);
+
+    const char *lists[] = {"--tag", "a=1", "--join",   "10.0.0.1", "--config", path,
+                           "--tag", "c=3", "--config", path,       NULL};
+    assert_int_equal(parse(&cfg, lists, err, sizeof err), 0);
+    assert_string_equal(cfg.tags, "a=1,b=2,c=3,b=2");
+    assert_int_equal(cfg.njoins, 3);
+    assert_string_equal(cfg.joins[2], "10.0.0.2");
+    unlink(path);
+
+    const char *dir[] = {"--config", "/tmp", NULL};
+    assert_int_equal(parse(&cfg, dir, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "/tmp: Is a directory");
+}
+
+/* rd_config_read, the path --config and the fuzz target share: text from memory. */
+static void test_config_read_from_memory(void **state)
+{
+    static char text[] = "vnodes = 7\nzone = z1\nseed = x\nweight = 3\n";
+    struct rd_agent_config cfg;
+    char err[256];
+    assert_int_equal(rd_config_defaults(&cfg, err, sizeof err), 0);
+    FILE *f = fmemopen(text, strlen(text), "r");
+    assert_non_null(f);
+    assert_int_equal(rd_config_read(&cfg, f, "mem.conf", err, sizeof err), RD_EINVAL);
+    fclose(f);
+    assert_string_equal(err, "mem.conf:3: --seed: 'x' is not a number");
+    /* lines before the bad one stay applied, later ones are not read */
+    assert_int_equal(cfg.vnodes, 7);
+    assert_string_equal(cfg.zone, "z1");
+    assert_int_equal(cfg.weight, 1000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_flags),
+        cmocka_unit_test(test_config_join_and_tag_limits),
+        cmocka_unit_test(test_config_help),
+        cmocka_unit_test(test_config_help_names_every_option_once),
+        cmocka_unit_test(test_config_files),
+        cmocka_unit_test(test_config_long_lines),
+        cmocka_unit_test(test_config_file_and_flags_in_order),
+        cmocka_unit_test(test_config_read_from_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
