@@ -63,14 +63,14 @@ _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_N
 
 /* Bookkeeping beside each member record. */
 struct entry {
-    uint64_t changed_ms;        /* last status change, for tombstone reaping */
-    uint64_t suspect_start_ms;  /* when the current suspicion began */
+    uint64_t changed_ms;       /* last status change, for tombstone reaping */
+    uint64_t suspect_start_ms; /* when the current suspicion began */
     uint64_t suspect_deadline_ms;
     uint64_t accusers[ACCUSERS_MAX]; /* name hashes of distinct accusers */
     uint32_t naccusers;
     uint64_t conflict_logged_ms; /* last conflict event about this member */
-    uint32_t tx_left;           /* sends of the current record still due; 0 = not queued */
-    uint32_t q_prev, q_next;    /* neighbours in the queue level tx_left, or NIL */
+    uint32_t tx_left;            /* sends of the current record still due; 0 = not queued */
+    uint32_t q_prev, q_next;     /* neighbours in the queue level tx_left, or NIL */
 };
 
 /* An outgoing control message. */
@@ -106,20 +106,20 @@ struct rd_swim {
     struct rd_member *members;
     struct entry *meta;
     size_t count, cap;
-    uint32_t *index;            /* name hash table of (entry index + 1), 0 = empty */
-    size_t index_cap;           /* power of two, > 2 * cap */
+    uint32_t *index;  /* name hash table of (entry index + 1), 0 = empty */
+    size_t index_cap; /* power of two, > 2 * cap */
 
     /* dissemination queue: a list per number of sends left, newest news at the head */
     uint32_t q_head[TX_LEVELS], q_tail[TX_LEVELS];
-    uint32_t q_top;             /* no level above this one holds anything */
-    size_t npending;            /* entries with tx_left > 0 */
+    uint32_t q_top;  /* no level above this one holds anything */
+    size_t npending; /* entries with tx_left > 0 */
 
-    uint32_t *probe_order;      /* shuffled entry indexes; rebuilt when exhausted */
+    uint32_t *probe_order; /* shuffled entry indexes; rebuilt when exhausted */
     size_t probe_len, probe_pos;
     struct probe probe;
     uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms, next_reconnect_ms;
-    uint64_t start_incarnation;  /* our first incarnation: tells which of two namesakes is older */
-    bool conflict;               /* a namesake older than us is alive elsewhere */
+    uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
+    bool conflict;              /* a namesake older than us is alive elsewhere */
     struct rd_member conflict_with;
     uint32_t conflict_probe_seq; /* pinging an older namesake: does it still answer? */
     uint64_t conflict_probe_deadline_ms;
@@ -127,7 +127,7 @@ struct rd_swim {
     uint64_t last_mismatch_sync_ms, last_followup_sync_ms;
     uint32_t health;
 
-    struct out *outq;           /* ring buffer */
+    struct out *outq; /* ring buffer */
     size_t out_head, out_len;
     struct relay relays[RELAYS_MAX];
     size_t nrelays;
@@ -143,11 +143,11 @@ struct rd_swim {
     uint32_t join_backoff_ms;
 
     bool leaving;
-    uint64_t checksum;           /* running sum of in-ring members' hashes */
-    size_t nlive;                /* running count of alive + suspect */
-    size_t nstatus[4];           /* running count per status, self included */
+    uint64_t checksum; /* running sum of in-ring members' hashes */
+    size_t nlive;      /* running count of alive + suspect */
+    size_t nstatus[4]; /* running count per status, self included */
 
-    struct rd_member *scratch;  /* piggyback and sync records handed to the caller */
+    struct rd_member *scratch; /* piggyback and sync records handed to the caller */
     size_t scratch_cap;
     struct rd_swim_stats stats;
 };
@@ -199,8 +199,7 @@ static uint64_t member_hash(const struct rd_member *m)
 static void tally(struct rd_swim *s, const struct rd_member *m, int sign)
 {
     s->nstatus[m->status & 3] += (size_t)(ptrdiff_t)sign;
-    if (!in_ring(m->status))
-        return;
+    if (!in_ring(m->status)) return;
     s->nlive += (size_t)(ptrdiff_t)sign;
     uint64_t h = member_hash(m);
     s->checksum += sign > 0 ? h : (uint64_t)0 - h;
@@ -259,8 +258,7 @@ static void index_remove(struct rd_swim *s, const char *name)
     bool found;
     size_t mask = s->index_cap - 1;
     size_t hole = index_slot(s, name, &found);
-    if (!found)
-        return;
+    if (!found) return;
     s->index[hole] = 0;
     for (size_t i = (hole + 1) & mask; s->index[i] != 0; i = (i + 1) & mask) {
         size_t home = (size_t)name_hash(s->members[s->index[i] - 1].name) & mask;
@@ -276,32 +274,25 @@ static void index_remove(struct rd_swim *s, const char *name)
 
 static int grow_table(struct rd_swim *s)
 {
-    if (s->count < s->cap)
-        return 0;
+    if (s->count < s->cap) return 0;
     size_t cap = s->cap * 2;
-    if (cap > RD_MAX_MEMBERS)
-        cap = RD_MAX_MEMBERS;
-    if (cap <= s->count)
-        return -1;
+    if (cap > RD_MAX_MEMBERS) cap = RD_MAX_MEMBERS;
+    if (cap <= s->count) return -1;
     struct rd_member *m = realloc(s->members, cap * sizeof *m);
-    if (!m)
-        return -1;
+    if (!m) return -1;
     s->members = m;
     struct entry *e = realloc(s->meta, cap * sizeof *e);
-    if (!e)
-        return -1;
+    if (!e) return -1;
     s->meta = e;
     uint32_t *o = realloc(s->probe_order, cap * sizeof *o);
-    if (!o)
-        return -1;
+    if (!o) return -1;
     s->probe_order = o;
     size_t icap = s->index_cap;
     while (icap <= 2 * cap)
         icap *= 2;
     if (icap != s->index_cap) {
         uint32_t *idx = calloc(icap, sizeof *idx);
-        if (!idx)
-            return -1;
+        if (!idx) return -1;
         free(s->index);
         s->index = idx;
         s->index_cap = icap;
@@ -359,14 +350,12 @@ static void queue_insert(struct rd_swim *s, uint32_t i, bool at_head)
     e->q_prev = at_head ? NIL : s->q_tail[level];
     e->q_next = at_head ? s->q_head[level] : NIL;
     queue_link(s, i);
-    if (level > s->q_top)
-        s->q_top = level;
+    if (level > s->q_top) s->q_top = level;
 }
 
 static void pending_remove(struct rd_swim *s, uint32_t i)
 {
-    if (s->meta[i].tx_left == 0)
-        return;
+    if (s->meta[i].tx_left == 0) return;
     queue_unlink(s, i);
     s->meta[i].tx_left = 0;
     s->npending--;
@@ -375,8 +364,7 @@ static void pending_remove(struct rd_swim *s, uint32_t i)
 /* One send of entry i's record went out: it moves one level down, behind its equals. */
 static void queue_sent(struct rd_swim *s, uint32_t i)
 {
-    if (s->meta[i].tx_left == 0)
-        return;
+    if (s->meta[i].tx_left == 0) return;
     queue_unlink(s, i);
     if (--s->meta[i].tx_left == 0)
         s->npending--;
@@ -394,11 +382,9 @@ static void queue_sent(struct rd_swim *s, uint32_t i)
 static void broadcast_n(struct rd_swim *s, uint32_t i, uint32_t times)
 {
     uint32_t sends = times * retransmit_limit(s);
-    if (sends >= TX_LEVELS)
-        sends = TX_LEVELS - 1;
+    if (sends >= TX_LEVELS) sends = TX_LEVELS - 1;
     pending_remove(s, i);
-    if (sends == 0)
-        return;
+    if (sends == 0) return;
     s->meta[i].tx_left = sends;
     s->npending++;
     queue_insert(s, i, true);
@@ -416,15 +402,12 @@ static size_t record_size(const struct rd_member *m)
 }
 
 /* Adds record i to the packet scratch if it fits; returns false when it does not. */
-static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t *budget,
-                        size_t *n)
+static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t *budget, size_t *n)
 {
     for (size_t k = 0; k < *n; k++)
-        if (onboard[k] == i)
-            return true; /* already on board */
+        if (onboard[k] == i) return true; /* already on board */
     size_t size = record_size(&s->members[i]);
-    if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS)
-        return false;
+    if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS) return false;
     onboard[*n] = i;
     s->scratch[(*n)++] = s->members[i];
     *budget -= size;
@@ -444,8 +427,7 @@ static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, si
     uint32_t onboard[RD_PACKET_MAX_MEMBERS];
     /* our own record first when it is news (a refutation, a leave): it is the one thing
      * nobody else can say for us, and a slow refutation is a false death */
-    if (with_self || s->meta[0].tx_left > 0)
-        take_record(s, 0, onboard, &budget, &n);
+    if (with_self || s->meta[0].tx_left > 0) take_record(s, 0, onboard, &budget, &n);
     if (to_name && to_name[0]) {
         int d = find_entry(s, to_name);
         if (d > 0 && s->members[d].status == RD_SUSPECT)
@@ -494,12 +476,10 @@ static void push_conflict(struct rd_swim *s, uint32_t i, const struct rd_member 
                           uint64_t now_ms)
 {
     struct entry *e = &s->meta[i];
-    if (e->conflict_logged_ms && now_ms - e->conflict_logged_ms < s->cfg.reclaim_ms)
-        return;
+    if (e->conflict_logged_ms && now_ms - e->conflict_logged_ms < s->cfg.reclaim_ms) return;
     e->conflict_logged_ms = now_ms;
     push_event(s, i, s->members[i].status, false);
-    if (s->ev_len == 0)
-        return;
+    if (s->ev_len == 0) return;
     struct rd_swim_event *ev = &s->events[(s->ev_head + s->ev_len - 1) % s->ev_cap];
     ev->conflict = true;
     ev->other_addr = other->addr;
@@ -528,8 +508,7 @@ static void queue_sync(struct rd_swim *s, const struct rd_addr *to)
     if (s->nsync == SYNC_QUEUE_MAX || to->family == 0 || rd_addr_equal(to, &s->members[0].addr))
         return;
     for (size_t i = 0; i < s->nsync; i++)
-        if (rd_addr_equal(&s->syncq[i], to))
-            return;
+        if (rd_addr_equal(&s->syncq[i], to)) return;
     s->syncq[s->nsync++] = *to;
 }
 
@@ -545,8 +524,7 @@ static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t n
     tally(s, &s->members[i], -1);
     s->members[i].status = status;
     tally(s, &s->members[i], 1);
-    if (status != RD_SUSPECT)
-        s->members[i].accuser[0] = '\0';
+    if (status != RD_SUSPECT) s->members[i].accuser[0] = '\0';
 }
 
 static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmations)
@@ -557,10 +535,8 @@ static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmation
     double max = s->cfg.suspicion_max_mult * min;
     /* Lifeguard: expect k independent confirmations, if enough members can give them */
     double k = (double)s->cfg.suspicion_confirmations;
-    if (n - 2.0 < k)
-        k = 0.0;
-    if (k < 1.0)
-        return (uint64_t)min;
+    if (n - 2.0 < k) k = 0.0;
+    if (k < 1.0) return (uint64_t)min;
     double t = max - log(confirmations + 1.0) / log(k + 1.0) * (max - min);
     return (uint64_t)(t < min ? min : t);
 }
@@ -569,14 +545,11 @@ static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmation
 static bool add_accuser(struct rd_swim *s, uint32_t i, const char *accuser)
 {
     struct entry *e = &s->meta[i];
-    if (!accuser[0])
-        return false;
+    if (!accuser[0]) return false;
     uint64_t h = name_hash(accuser);
     for (uint32_t k = 0; k < e->naccusers; k++)
-        if (e->accusers[k] == h)
-            return false;
-    if (e->naccusers == ACCUSERS_MAX)
-        return false;
+        if (e->accusers[k] == h) return false;
+    if (e->naccusers == ACCUSERS_MAX) return false;
     e->accusers[e->naccusers++] = h;
     return true;
 }
@@ -595,8 +568,7 @@ static void start_suspicion(struct rd_swim *s, uint32_t i, const char *accuser, 
 static void confirm_suspicion(struct rd_swim *s, uint32_t i, const char *accuser)
 {
     struct entry *e = &s->meta[i];
-    if (!add_accuser(s, i, accuser))
-        return;
+    if (!add_accuser(s, i, accuser)) return;
     e->suspect_deadline_ms = e->suspect_start_ms + suspicion_timeout(s, e->naccusers - 1);
     snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
     broadcast(s, i); /* let others count this confirmation too */
@@ -614,8 +586,7 @@ static void probe_order_insert(struct rd_swim *s, uint32_t i)
 
 static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
 {
-    if (grow_table(s) < 0)
-        return -1;
+    if (grow_table(s) < 0) return -1;
     uint32_t i = (uint32_t)s->count++;
     s->members[i] = *r;
     s->meta[i] = (struct entry){.changed_ms = now_ms, .q_prev = NIL, .q_next = NIL};
@@ -639,8 +610,7 @@ static void remove_member(struct rd_swim *s, uint32_t i)
             memmove(&s->probe_order[k], &s->probe_order[k + 1],
                     (s->probe_len - k - 1) * sizeof(uint32_t));
             s->probe_len--;
-            if (s->probe_pos > k)
-                s->probe_pos--;
+            if (s->probe_pos > k) s->probe_pos--;
             break;
         }
     uint32_t last = (uint32_t)--s->count;
@@ -649,11 +619,9 @@ static void remove_member(struct rd_swim *s, uint32_t i)
         s->meta[i] = s->meta[last];
         bool found;
         s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
-        if (s->meta[i].tx_left > 0)
-            queue_link(s, i); /* its queue neighbours follow it */
+        if (s->meta[i].tx_left > 0) queue_link(s, i); /* its queue neighbours follow it */
         for (size_t k = 0; k < s->probe_len; k++)
-            if (s->probe_order[k] == last)
-                s->probe_order[k] = i;
+            if (s->probe_order[k] == last) s->probe_order[k] = i;
     }
 }
 
@@ -674,8 +642,8 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
  * Applies one record of news. `second_hand` is true for full-state syncs, where a death is
  * only believed as a suspicion. Returns true if our table changed.
  */
-static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
-                  bool second_hand, const char *via)
+static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms, bool second_hand,
+                  const char *via)
 {
     int idx = find_entry(s, r->name);
     if (idx == 0) {
@@ -716,10 +684,8 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     if (idx < 0) {
         /* a stranger: keep a tombstone too, so a late rumour cannot resurrect it */
         int n = add_member(s, &rec, now_ms);
-        if (n < 0)
-            return false;
-        if (rec.status == RD_SUSPECT)
-            start_suspicion(s, (uint32_t)n, rec.accuser, now_ms);
+        if (n < 0) return false;
+        if (rec.status == RD_SUSPECT) start_suspicion(s, (uint32_t)n, rec.accuser, now_ms);
         if (in_ring(rec.status)) {
             push_event(s, (uint32_t)n, RD_ALIVE, true);
             broadcast(s, (uint32_t)n);
@@ -736,8 +702,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
                 push_conflict(s, i, &rec, now_ms);
             return false;
         }
-        if (now_ms - s->meta[i].changed_ms < s->cfg.reclaim_ms)
-            return false;
+        if (now_ms - s->meta[i].changed_ms < s->cfg.reclaim_ms) return false;
     }
     bool newer = rec.incarnation > cur->incarnation;
     bool same = rec.incarnation == cur->incarnation;
@@ -747,17 +712,14 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     }
     /* alive wins only when strictly newer; suspect/dead/left also at equal incarnation
      * if they rank higher (alive < suspect < dead < left) */
-    if (!(newer || (same && rec.status > old)))
-        return false;
+    if (!(newer || (same && rec.status > old))) return false;
     tally(s, cur, -1);
     *cur = rec;
     cur->status = old; /* set_status records the transition */
     tally(s, cur, 1);
     set_status(s, i, rec.status, now_ms);
-    if (rec.status == RD_SUSPECT)
-        start_suspicion(s, i, rec.accuser, now_ms);
-    if (old != rec.status)
-        push_event(s, i, old, false);
+    if (rec.status == RD_SUSPECT) start_suspicion(s, i, rec.accuser, now_ms);
+    if (old != rec.status) push_event(s, i, old, false);
     broadcast_n(s, i, rec.status == RD_ALIVE && old != RD_ALIVE ? 2 : 1);
     return true;
 }
@@ -788,8 +750,7 @@ static int pick_probe_target(struct rd_swim *s)
     for (int pass = 0; pass < 2; pass++) {
         while (s->probe_pos < s->probe_len) {
             uint32_t i = s->probe_order[s->probe_pos++];
-            if (i != 0 && i < s->count && in_ring(s->members[i].status))
-                return (int)i;
+            if (i != 0 && i < s->count && in_ring(s->members[i].status)) return (int)i;
         }
         /* new round: everyone but us, Fisher-Yates shuffled */
         s->probe_len = 0;
@@ -810,18 +771,15 @@ static int pick_probe_target(struct rd_swim *s)
 static size_t random_members(struct rd_swim *s, uint32_t *out, size_t want, int except)
 {
     size_t n = 0;
-    if (s->count <= 1)
-        return 0;
+    if (s->count <= 1) return 0;
     /* bounded random tries, then give up: cheap and good enough for small fan-outs */
     for (size_t tries = 0; tries < 4 * want + 8 && n < want; tries++) {
         uint32_t i = 1 + rd_rand_below(&s->rng, (uint32_t)s->count - 1);
-        if ((int)i == except || !in_ring(s->members[i].status))
-            continue;
+        if ((int)i == except || !in_ring(s->members[i].status)) continue;
         bool dup = false;
         for (size_t k = 0; k < n; k++)
             dup |= out[k] == i;
-        if (!dup)
-            out[n++] = i;
+        if (!dup) out[n++] = i;
     }
     return n;
 }
@@ -829,8 +787,7 @@ static size_t random_members(struct rd_swim *s, uint32_t *out, size_t want, int 
 static struct rd_msg make_msg(struct rd_swim *s, uint8_t type, uint32_t seq)
 {
     struct rd_msg m = {.type = type, .seq = seq};
-    if (type == RD_MSG_PING || type == RD_MSG_ACK)
-        m.checksum = rd_swim_checksum(s);
+    if (type == RD_MSG_PING || type == RD_MSG_ACK) m.checksum = rd_swim_checksum(s);
     return m;
 }
 
@@ -838,8 +795,7 @@ static void start_probe(struct rd_swim *s, uint64_t now_ms)
 {
     int t = pick_probe_target(s);
     s->next_probe_ms = now_ms + scaled(s, s->cfg.probe_interval_ms);
-    if (t < 0)
-        return;
+    if (t < 0) return;
     struct probe *p = &s->probe;
     *p = (struct probe){.active = true, .seq = next_seq(s), .sent_ms = now_ms};
     snprintf(p->target, sizeof p->target, "%s", s->members[t].name);
@@ -856,8 +812,7 @@ static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
     struct probe *p = &s->probe;
     int t = find_entry(s, p->target);
     p->indirect_sent = true;
-    if (t < 0)
-        return;
+    if (t < 0) return;
     uint32_t helpers[16];
     size_t k = s->cfg.indirect_checks < 16 ? s->cfg.indirect_checks : 16;
     size_t n = random_members(s, helpers, k, t);
@@ -878,11 +833,9 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
     s->stats.probes_failed++;
     /* Lifeguard: missing nacks mean our own network or process is the problem */
     uint32_t delta = p->nacks_expected ? p->nacks_expected - p->nacks : 1;
-    s->health = s->health + delta > s->cfg.awareness_max ? s->cfg.awareness_max
-                                                         : s->health + delta;
+    s->health = s->health + delta > s->cfg.awareness_max ? s->cfg.awareness_max : s->health + delta;
     int t = find_entry(s, p->target);
-    if (t <= 0)
-        return;
+    if (t <= 0) return;
     struct rd_member *m = &s->members[t];
     if (m->status == RD_ALIVE) {
         uint8_t old = m->status;
@@ -898,8 +851,7 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
 static void probe_acked(struct rd_swim *s)
 {
     s->probe.active = false;
-    if (s->health > 0)
-        s->health--;
+    if (s->health > 0) s->health--;
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -907,11 +859,9 @@ static void probe_acked(struct rd_swim *s)
 static void maybe_sync_on_mismatch(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
                                    uint64_t theirs)
 {
-    if (!s->joined || theirs == rd_swim_checksum(s))
-        return;
+    if (!s->joined || theirs == rd_swim_checksum(s)) return;
     uint64_t gap = (uint64_t)MISMATCH_SYNC_PERIODS * s->cfg.probe_interval_ms;
-    if (s->last_mismatch_sync_ms && now_ms - s->last_mismatch_sync_ms < gap)
-        return;
+    if (s->last_mismatch_sync_ms && now_ms - s->last_mismatch_sync_ms < gap) return;
     s->last_mismatch_sync_ms = now_ms;
     queue_sync(s, from);
 }
@@ -942,8 +892,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         }
         for (size_t k = 0; k < s->nrelays; k++) {
             struct relay *r = &s->relays[k];
-            if (r->our_seq != m->seq)
-                continue;
+            if (r->our_seq != m->seq) continue;
             struct rd_msg fwd = make_msg(s, RD_MSG_ACK, r->their_seq);
             send_msg(s, &r->requester, NULL, &fwd);
             s->relays[k] = s->relays[--s->nrelays];
@@ -951,14 +900,14 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         }
         break;
     case RD_MSG_NACK:
-        if (s->probe.active && m->seq == s->probe.seq)
-            s->probe.nacks++;
+        if (s->probe.active && m->seq == s->probe.seq) s->probe.nacks++;
         break;
     case RD_MSG_PING_REQ: {
-        if (s->nrelays == RELAYS_MAX || m->target_addr.family == 0)
-            return;
+        if (s->nrelays == RELAYS_MAX || m->target_addr.family == 0) return;
         struct relay *r = &s->relays[s->nrelays++];
-        *r = (struct relay){.our_seq = next_seq(s), .their_seq = m->seq, .requester = *from,
+        *r = (struct relay){.our_seq = next_seq(s),
+                            .their_seq = m->seq,
+                            .requester = *from,
                             .deadline_ms = now_ms + s->cfg.probe_timeout_ms};
         struct rd_msg ping = make_msg(s, RD_MSG_PING, r->our_seq);
         snprintf(ping.target, sizeof ping.target, "%s", m->target);
@@ -986,8 +935,7 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
         }
         return;
     }
-    if (!s->joined)
-        s->joined = true;
+    if (!s->joined) s->joined = true;
     int sender = find_entry(s, pkt->from);
     if (sender > 0 && !in_ring(s->members[sender].status)) {
         /* From a member we hold dead (or left): a datagram proves only that it can send.
@@ -1022,11 +970,9 @@ static void run_relays(struct rd_swim *s, uint64_t now_ms)
 
 static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
-    if (s->nstatus[RD_SUSPECT] == 0)
-        return;
+    if (s->nstatus[RD_SUSPECT] == 0) return;
     for (uint32_t i = 1; i < s->count; i++) {
-        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspect_deadline_ms)
-            continue;
+        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspect_deadline_ms) continue;
         set_status(s, i, RD_DEAD, now_ms);
         push_event(s, i, RD_SUSPECT, false);
         broadcast(s, i);
@@ -1036,8 +982,7 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 static void run_gossip(struct rd_swim *s, uint64_t now_ms)
 {
     s->next_gossip_ms = now_ms + s->cfg.gossip_interval_ms;
-    if (s->npending == 0)
-        return;
+    if (s->npending == 0) return;
     uint32_t to[16];
     size_t k = s->cfg.gossip_fanout < 16 ? s->cfg.gossip_fanout : 16;
     size_t n = random_members(s, to, k, -1);
@@ -1051,12 +996,10 @@ static void run_sync(struct rd_swim *s, uint64_t now_ms)
     /* anti-entropy: the period stretches with cluster size, as memberlist does */
     size_t n = live_count(s);
     uint64_t scale = 1;
-    if (n > 32)
-        scale = (uint64_t)ceil(log2((double)n) - 5.0) + 1;
+    if (n > 32) scale = (uint64_t)ceil(log2((double)n) - 5.0) + 1;
     s->next_sync_ms = now_ms + s->cfg.sync_interval_ms * scale;
     uint32_t peer;
-    if (random_members(s, &peer, 1, -1) == 1)
-        queue_sync(s, &s->members[peer].addr);
+    if (random_members(s, &peer, 1, -1) == 1) queue_sync(s, &s->members[peer].addr);
 }
 
 static void run_join(struct rd_swim *s, uint64_t now_ms)
@@ -1111,8 +1054,7 @@ static void run_reaper(struct rd_swim *s, uint64_t now_ms)
             remove_member(s, i); /* slot i now holds another entry: look again */
             continue;
         }
-        if (st == RD_DEAD || st == RD_LEFT)
-            s->next_reap_ms = min_u64(s->next_reap_ms, expiry);
+        if (st == RD_DEAD || st == RD_LEFT) s->next_reap_ms = min_u64(s->next_reap_ms, expiry);
         i++;
     }
 }
@@ -1124,22 +1066,14 @@ void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
     run_relays(s, now_ms);
     run_suspicions(s, now_ms);
     struct probe *p = &s->probe;
-    if (p->active && !p->indirect_sent && now_ms >= p->timeout_ms)
-        probe_indirect(s, now_ms);
-    if (p->active && now_ms >= p->period_end_ms)
-        probe_failed(s, now_ms);
-    if (!s->leaving && now_ms >= s->next_probe_ms && !p->active)
-        start_probe(s, now_ms);
-    if (now_ms >= s->next_gossip_ms)
-        run_gossip(s, now_ms);
-    if (!s->leaving && now_ms >= s->next_sync_ms)
-        run_sync(s, now_ms);
-    if (now_ms >= s->join_next_ms)
-        run_join(s, now_ms);
-    if (now_ms >= s->next_reap_ms)
-        run_reaper(s, now_ms);
-    if (!s->leaving && now_ms >= s->next_reconnect_ms)
-        run_reconnect(s, now_ms);
+    if (p->active && !p->indirect_sent && now_ms >= p->timeout_ms) probe_indirect(s, now_ms);
+    if (p->active && now_ms >= p->period_end_ms) probe_failed(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_probe_ms && !p->active) start_probe(s, now_ms);
+    if (now_ms >= s->next_gossip_ms) run_gossip(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_sync_ms) run_sync(s, now_ms);
+    if (now_ms >= s->join_next_ms) run_join(s, now_ms);
+    if (now_ms >= s->next_reap_ms) run_reaper(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_reconnect_ms) run_reconnect(s, now_ms);
 }
 
 uint64_t rd_swim_next_tick(const struct rd_swim *s)
@@ -1152,15 +1086,12 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
         t = min_u64(t, s->next_reconnect_ms);
         t = min_u64(t, s->probe.active ? s->probe.period_end_ms : s->next_probe_ms);
     }
-    if (s->probe.active && !s->probe.indirect_sent)
-        t = min_u64(t, s->probe.timeout_ms);
+    if (s->probe.active && !s->probe.indirect_sent) t = min_u64(t, s->probe.timeout_ms);
     for (size_t k = 0; k < s->nrelays; k++)
         t = min_u64(t, s->relays[k].deadline_ms);
-    if (s->conflict_probe_seq)
-        t = min_u64(t, s->conflict_probe_deadline_ms);
+    if (s->conflict_probe_seq) t = min_u64(t, s->conflict_probe_deadline_ms);
     for (uint32_t i = 1; i < s->count && s->nstatus[RD_SUSPECT] > 0; i++)
-        if (s->members[i].status == RD_SUSPECT)
-            t = min_u64(t, s->meta[i].suspect_deadline_ms);
+        if (s->members[i].status == RD_SUSPECT) t = min_u64(t, s->meta[i].suspect_deadline_ms);
     return t;
 }
 
@@ -1169,16 +1100,14 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
 bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
                        struct rd_packet *pkt)
 {
-    if (s->out_len == 0)
-        return false;
+    if (s->out_len == 0) return false;
     struct out *o = &s->outq[s->out_head];
     s->out_head = (s->out_head + 1) % OUT_QUEUE_MAX;
     s->out_len--;
     *to = o->to;
     memset(pkt, 0, sizeof *pkt);
     snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
-    if (o->msg.type != 0)
-        pkt->msgs[pkt->nmsgs++] = o->msg;
+    if (o->msg.type != 0) pkt->msgs[pkt->nmsgs++] = o->msg;
     piggyback(s, o->to_name, o->with_self, pkt->nmsgs, pkt);
     s->stats.packets_out++;
     return true;
@@ -1186,8 +1115,7 @@ bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
 
 bool rd_swim_poll_sync(struct rd_swim *s, struct rd_addr *to)
 {
-    if (s->nsync == 0)
-        return false;
+    if (s->nsync == 0) return false;
     *to = s->syncq[0];
     memmove(&s->syncq[0], &s->syncq[1], --s->nsync * sizeof s->syncq[0]);
     s->stats.syncs_out++;
@@ -1196,8 +1124,7 @@ bool rd_swim_poll_sync(struct rd_swim *s, struct rd_addr *to)
 
 bool rd_swim_poll_event(struct rd_swim *s, struct rd_swim_event *ev)
 {
-    if (s->ev_len == 0)
-        return false;
+    if (s->ev_len == 0) return false;
     *ev = s->events[s->ev_head];
     s->ev_head = (s->ev_head + 1) % s->ev_cap;
     s->ev_len--;
@@ -1220,8 +1147,7 @@ void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt)
 
 bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packet *pkt)
 {
-    if (strcmp(pkt->from, s->members[0].name) == 0)
-        return false;
+    if (strcmp(pkt->from, s->members[0].name) == 0) return false;
     s->stats.syncs_in++;
     s->joined = true;
     uint64_t refutes = s->stats.refutes;
@@ -1252,8 +1178,7 @@ void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_add
 void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
 {
     for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++)
-        if (!rd_addr_equal(&seeds[k], &s->members[0].addr))
-            s->seeds[s->nseeds++] = seeds[k];
+        if (!rd_addr_equal(&seeds[k], &s->members[0].addr)) s->seeds[s->nseeds++] = seeds[k];
     s->joined = false;
     s->join_backoff_ms = 1000;
     run_join(s, now_ms);
@@ -1266,8 +1191,7 @@ bool rd_swim_joined(const struct rd_swim *s)
 
 void rd_swim_leave(struct rd_swim *s, uint64_t now_ms)
 {
-    if (s->leaving)
-        return;
+    if (s->leaving) return;
     s->leaving = true;
     s->probe.active = false;
     s->members[0].incarnation++;
@@ -1339,8 +1263,7 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     if (!rd_member_valid(self) || cfg->probe_interval_ms == 0 || cfg->gossip_interval_ms == 0)
         return NULL;
     struct rd_swim *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     s->cfg = *cfg;
     rd_rand_seed(&s->rng, seed);
     for (uint32_t level = 0; level < TX_LEVELS; level++)
@@ -1353,8 +1276,7 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->index = calloc(s->index_cap, sizeof *s->index);
     s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
     s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
-    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq ||
-        !s->scratch) {
+    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq || !s->scratch) {
         rd_swim_delete(s);
         return NULL;
     }
@@ -1369,7 +1291,8 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     /* spread the first probe and sync so that agents started together do not beat in step */
     s->next_probe_ms = now_ms + rd_rand_below(&s->rng, cfg->probe_interval_ms);
     s->next_gossip_ms = now_ms + cfg->gossip_interval_ms;
-    s->next_sync_ms = now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
+    s->next_sync_ms =
+        now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
     s->next_reap_ms = UINT64_MAX;
     s->next_reconnect_ms = now_ms + cfg->reconnect_interval_ms;
     s->start_incarnation = self->incarnation;
@@ -1378,8 +1301,7 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
 
 void rd_swim_delete(struct rd_swim *s)
 {
-    if (!s)
-        return;
+    if (!s) return;
     free(s->members);
     free(s->meta);
     free(s->probe_order);

@@ -184,13 +184,12 @@ static void feed_sync(struct rd_swim *s, struct rd_member *batch, unsigned count
 
 /* n1 pings the core, carrying `news`; returns the ACK's piggybacked records. */
 static const struct rd_member *ping_from_n1(struct rd_swim *s, uint32_t seq,
-                                            const struct rd_member *news, size_t nnews,
-                                            size_t *n)
+                                            const struct rd_member *news, size_t nnews, size_t *n)
 {
     struct rd_packet ping = {.nmsgs = 1, .nmembers = nnews, .members = news};
     snprintf(ping.from, sizeof ping.from, "n1");
-    ping.msgs[0] = (struct rd_msg){.type = RD_MSG_PING, .seq = seq,
-                                   .checksum = rd_swim_checksum(s)};
+    ping.msgs[0] =
+        (struct rd_msg){.type = RD_MSG_PING, .seq = seq, .checksum = rd_swim_checksum(s)};
     snprintf(ping.msgs[0].target, sizeof ping.msgs[0].target, "self");
     struct rd_member n1 = fake_member(1, 2, RD_ALIVE);
     rd_swim_recv(s, 0, &n1.addr, &ping);
@@ -245,16 +244,14 @@ static void test_fresh_news_overtakes_a_backlog_and_each_record_goes_out_its_quo
                 sends[atoi(got[k].name + 1)]++;
         }
         assert_true(carried);
-        if (n == 0)
-            break;
+        if (n == 0) break;
         got = ping_from_n1(s, seq++, NULL, 0, &n);
         assert_true(seq < 10000); /* the queue drains */
     }
     /* every record went out exactly as often as queued: no more (the rate stays put), no
      * less (news is not lost) */
     for (unsigned k = 1; k <= N; k++)
-        if (k != 7)
-            assert_int_equal(sends[k], quota);
+        if (k != 7) assert_int_equal(sends[k], quota);
     assert_int_equal(suspect_sends, quota);
     assert_int_equal(self_sends, cfg.retransmit_mult); /* queued alone at N = 1 */
     rd_swim_delete(s);
@@ -422,8 +419,7 @@ static uint64_t churn_except(struct sim *sim, size_t except)
 {
     uint64_t n = 0;
     for (size_t i = 0; i < sim_size(sim); i++)
-        if (i != except)
-            n += sim_events_seen(sim, i);
+        if (i != except) n += sim_events_seen(sim, i);
     return n;
 }
 
