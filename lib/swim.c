@@ -11,11 +11,10 @@
  *     period when we are the slow one, and suspicion timeouts shrink as independent
  *     accusers confirm (memberlist's formula).
  *   - Dissemination: every accepted change is queued for retransmit_mult*ceil(log10(N+1))
- *     sends. The queue is a list per number of sends left, so a packet takes the records
- *     with the most sends left first in O(1) each (new news enters at the head of its
- *     list, a record just sent at the tail of the next one down): fresh news, such as a
- *     suspicion or a refutation, leaves at once instead of waiting behind a backlog of
- *     joins. One record per member: newer news replaces older.
+ *     sends in txqueue.c's queue, which hands out the records with the most sends left
+ *     first, the newest among equals: fresh news, such as a suspicion or a refutation,
+ *     leaves at once instead of waiting behind a backlog of joins. One record per member:
+ *     newer news replaces older. This file decides how many sends and what fits a packet.
  *   - The membership checksum and the counts per status are running tallies, updated
  *     in O(1) on every change, since probes carry the checksum, timeouts need N, and
  *     every membership log line prints the counts.
@@ -36,6 +35,7 @@
 #include <xxhash.h>
 
 #include "rand.h"
+#include "txqueue.h"
 
 /** Queued control messages awaiting rd_swim_poll_send(). */
 #define OUT_QUEUE_MAX 256
@@ -51,10 +51,6 @@
 #define SEEDS_MAX 16
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
-/** Levels of the dissemination queue: sends left per record are capped below this. */
-#define TX_LEVELS 64
-/** No entry (dissemination queue links). */
-#define NIL UINT32_MAX
 
 _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_NAME_MAX +
                        RD_ZONE_MAX + RD_TAGS_MAX + RD_NAME_MAX <=
@@ -69,8 +65,6 @@ struct entry {
     uint64_t accusers[ACCUSERS_MAX]; /* name hashes of distinct accusers */
     uint32_t naccusers;
     uint64_t conflict_logged_ms; /* last conflict event about this member */
-    uint32_t tx_left;            /* sends of the current record still due; 0 = not queued */
-    uint32_t q_prev, q_next;     /* neighbours in the queue level tx_left, or NIL */
 };
 
 /* An outgoing control message. */
@@ -109,10 +103,7 @@ struct rd_swim {
     uint32_t *index;  /* name hash table of (entry index + 1), 0 = empty */
     size_t index_cap; /* power of two, > 2 * cap */
 
-    /* dissemination queue: a list per number of sends left, newest news at the head */
-    uint32_t q_head[TX_LEVELS], q_tail[TX_LEVELS];
-    uint32_t q_top;  /* no level above this one holds anything */
-    size_t npending; /* entries with tx_left > 0 */
+    struct rd_txqueue txq; /* records with sends due, by member slot */
 
     uint32_t *probe_order; /* shuffled entry indexes; rebuilt when exhausted */
     size_t probe_len, probe_pos;
@@ -287,6 +278,7 @@ static int grow_table(struct rd_swim *s)
     uint32_t *o = realloc(s->probe_order, cap * sizeof *o);
     if (!o) return -1;
     s->probe_order = o;
+    if (rd_txqueue_grow(&s->txq, cap) < 0) return -1;
     size_t icap = s->index_cap;
     while (icap <= 2 * cap)
         icap *= 2;
@@ -313,65 +305,6 @@ static uint32_t retransmit_limit(const struct rd_swim *s)
     return s->cfg.retransmit_mult * (uint32_t)ceil(log10(n + 1.0));
 }
 
-/* Takes entry i out of its queue level; its tx_left is left as it was. */
-static void queue_unlink(struct rd_swim *s, uint32_t i)
-{
-    struct entry *e = &s->meta[i];
-    if (e->q_prev != NIL)
-        s->meta[e->q_prev].q_next = e->q_next;
-    else
-        s->q_head[e->tx_left] = e->q_next;
-    if (e->q_next != NIL)
-        s->meta[e->q_next].q_prev = e->q_prev;
-    else
-        s->q_tail[e->tx_left] = e->q_prev;
-    e->q_prev = e->q_next = NIL;
-}
-
-/* Points entry i's neighbours (its q_prev and q_next, or the level's ends) back at i. */
-static void queue_link(struct rd_swim *s, uint32_t i)
-{
-    struct entry *e = &s->meta[i];
-    if (e->q_prev != NIL)
-        s->meta[e->q_prev].q_next = i;
-    else
-        s->q_head[e->tx_left] = i;
-    if (e->q_next != NIL)
-        s->meta[e->q_next].q_prev = i;
-    else
-        s->q_tail[e->tx_left] = i;
-}
-
-/* Puts entry i, whose tx_left is set and nonzero, at the head or the tail of its level. */
-static void queue_insert(struct rd_swim *s, uint32_t i, bool at_head)
-{
-    struct entry *e = &s->meta[i];
-    uint32_t level = e->tx_left;
-    e->q_prev = at_head ? NIL : s->q_tail[level];
-    e->q_next = at_head ? s->q_head[level] : NIL;
-    queue_link(s, i);
-    if (level > s->q_top) s->q_top = level;
-}
-
-static void pending_remove(struct rd_swim *s, uint32_t i)
-{
-    if (s->meta[i].tx_left == 0) return;
-    queue_unlink(s, i);
-    s->meta[i].tx_left = 0;
-    s->npending--;
-}
-
-/* One send of entry i's record went out: it moves one level down, behind its equals. */
-static void queue_sent(struct rd_swim *s, uint32_t i)
-{
-    if (s->meta[i].tx_left == 0) return;
-    queue_unlink(s, i);
-    if (--s->meta[i].tx_left == 0)
-        s->npending--;
-    else
-        queue_insert(s, i, false);
-}
-
 /*
  * Queues member i's current record for dissemination, replacing older news about it, at
  * the head of its level: the newest news goes first.
@@ -381,13 +314,7 @@ static void queue_sent(struct rd_swim *s, uint32_t i)
  */
 static void broadcast_n(struct rd_swim *s, uint32_t i, uint32_t times)
 {
-    uint32_t sends = times * retransmit_limit(s);
-    if (sends >= TX_LEVELS) sends = TX_LEVELS - 1;
-    pending_remove(s, i);
-    if (sends == 0) return;
-    s->meta[i].tx_left = sends;
-    s->npending++;
-    queue_insert(s, i, true);
+    rd_txqueue_push(&s->txq, i, times * retransmit_limit(s));
 }
 
 static void broadcast(struct rd_swim *s, uint32_t i)
@@ -427,20 +354,18 @@ static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, si
     uint32_t onboard[RD_PACKET_MAX_MEMBERS];
     /* our own record first when it is news (a refutation, a leave): it is the one thing
      * nobody else can say for us, and a slow refutation is a false death */
-    if (with_self || s->meta[0].tx_left > 0) take_record(s, 0, onboard, &budget, &n);
+    if (with_self || rd_txqueue_sends_left(&s->txq, 0) > 0) take_record(s, 0, onboard, &budget, &n);
     if (to_name && to_name[0]) {
         int d = find_entry(s, to_name);
         if (d > 0 && s->members[d].status == RD_SUSPECT)
             take_record(s, (uint32_t)d, onboard, &budget, &n);
     }
-    while (s->q_top > 0 && s->q_head[s->q_top] == NIL)
-        s->q_top--;
     bool full = false;
-    for (uint32_t level = s->q_top; level > 0 && !full; level--)
-        for (uint32_t i = s->q_head[level]; i != NIL && !full; i = s->meta[i].q_next)
-            full = !take_record(s, i, onboard, &budget, &n);
+    for (uint32_t i = rd_txqueue_first(&s->txq); i != RD_TXQUEUE_NONE && !full;
+         i = rd_txqueue_next(&s->txq, i))
+        full = !take_record(s, i, onboard, &budget, &n);
     for (size_t k = 0; k < n; k++)
-        queue_sent(s, onboard[k]);
+        rd_txqueue_sent(&s->txq, onboard[k]);
     pkt->nmembers = n;
     pkt->members = s->scratch;
 }
@@ -589,7 +514,7 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
     if (grow_table(s) < 0) return -1;
     uint32_t i = (uint32_t)s->count++;
     s->members[i] = *r;
-    s->meta[i] = (struct entry){.changed_ms = now_ms, .q_prev = NIL, .q_next = NIL};
+    s->meta[i] = (struct entry){.changed_ms = now_ms};
     bool found;
     s->index[index_slot(s, r->name, &found)] = i + 1;
     tally(s, r, 1);
@@ -603,7 +528,7 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
 static void remove_member(struct rd_swim *s, uint32_t i)
 {
     tally(s, &s->members[i], -1);
-    pending_remove(s, i);
+    rd_txqueue_remove(&s->txq, i);
     index_remove(s, s->members[i].name);
     for (size_t k = 0; k < s->probe_len; k++)
         if (s->probe_order[k] == i) {
@@ -619,7 +544,7 @@ static void remove_member(struct rd_swim *s, uint32_t i)
         s->meta[i] = s->meta[last];
         bool found;
         s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
-        if (s->meta[i].tx_left > 0) queue_link(s, i); /* its queue neighbours follow it */
+        rd_txqueue_move(&s->txq, last, i);
         for (size_t k = 0; k < s->probe_len; k++)
             if (s->probe_order[k] == last) s->probe_order[k] = i;
     }
@@ -982,7 +907,7 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 static void run_gossip(struct rd_swim *s, uint64_t now_ms)
 {
     s->next_gossip_ms = now_ms + s->cfg.gossip_interval_ms;
-    if (s->npending == 0) return;
+    if (rd_txqueue_pending(&s->txq) == 0) return;
     uint32_t to[16];
     size_t k = s->cfg.gossip_fanout < 16 ? s->cfg.gossip_fanout : 16;
     size_t n = random_members(s, to, k, -1);
@@ -1079,7 +1004,8 @@ void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
 uint64_t rd_swim_next_tick(const struct rd_swim *s)
 {
     /* an idle agent wakes for its probes only: gossip rounds run while news is queued */
-    uint64_t t = s->npending ? min_u64(s->next_gossip_ms, s->next_reap_ms) : s->next_reap_ms;
+    uint64_t t =
+        rd_txqueue_pending(&s->txq) ? min_u64(s->next_gossip_ms, s->next_reap_ms) : s->next_reap_ms;
     t = min_u64(t, s->join_next_ms);
     if (!s->leaving) {
         t = min_u64(t, s->next_sync_ms);
@@ -1204,7 +1130,7 @@ void rd_swim_leave(struct rd_swim *s, uint64_t now_ms)
 
 bool rd_swim_leave_done(const struct rd_swim *s)
 {
-    return s->leaving && (s->meta[0].tx_left == 0 || live_count(s) == 0);
+    return s->leaving && (rd_txqueue_sends_left(&s->txq, 0) == 0 || live_count(s) == 0);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -1266,8 +1192,6 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     if (!s) return NULL;
     s->cfg = *cfg;
     rd_rand_seed(&s->rng, seed);
-    for (uint32_t level = 0; level < TX_LEVELS; level++)
-        s->q_head[level] = s->q_tail[level] = NIL;
     s->cap = 8;
     s->index_cap = 32;
     s->members = malloc(s->cap * sizeof *s->members);
@@ -1276,7 +1200,8 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->index = calloc(s->index_cap, sizeof *s->index);
     s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
     s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
-    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq || !s->scratch) {
+    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq || !s->scratch ||
+        rd_txqueue_init(&s->txq, s->cap) < 0) {
         rd_swim_delete(s);
         return NULL;
     }
@@ -1309,5 +1234,6 @@ void rd_swim_delete(struct rd_swim *s)
     free(s->outq);
     free(s->events);
     free(s->scratch);
+    rd_txqueue_free(&s->txq);
     free(s);
 }
