@@ -9,7 +9,8 @@
  *     list: PING, then after the probe timeout PING_REQ through k others, then at the end
  *     of the period suspicion. Lifeguard's local health stretches both our timeout and our
  *     period when we are the slow one, and suspicion timeouts shrink as independent
- *     accusers confirm (memberlist's formula).
+ *     accusers confirm (memberlist's formula). The arithmetic of both (timeouts, accusers,
+ *     the health score) is suspicion.c's; this file decides when it applies.
  *   - Dissemination: every accepted change is queued for retransmit_mult*ceil(log10(N+1))
  *     sends in txqueue.c's queue, which hands out the records with the most sends left
  *     first, the newest among equals: fresh news, such as a suspicion or a refutation,
@@ -35,6 +36,7 @@
 #include <xxhash.h>
 
 #include "rand.h"
+#include "suspicion.h"
 #include "txqueue.h"
 
 /** Queued control messages awaiting rd_swim_poll_send(). */
@@ -45,8 +47,6 @@
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
 #define EVENT_QUEUE_MAX 4096
-/** Distinct accusers remembered per suspicion (more than suspicion_confirmations + 1). */
-#define ACCUSERS_MAX 8
 /** Seeds remembered for joining. */
 #define SEEDS_MAX 16
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
@@ -59,12 +59,9 @@ _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_N
 
 /* Bookkeeping beside each member record. */
 struct entry {
-    uint64_t changed_ms;       /* last status change, for tombstone reaping */
-    uint64_t suspect_start_ms; /* when the current suspicion began */
-    uint64_t suspect_deadline_ms;
-    uint64_t accusers[ACCUSERS_MAX]; /* name hashes of distinct accusers */
-    uint32_t naccusers;
-    uint64_t conflict_logged_ms; /* last conflict event about this member */
+    uint64_t changed_ms;           /* last status change, for tombstone reaping */
+    struct rd_suspicion suspicion; /* the current one, while suspect */
+    uint64_t conflict_logged_ms;   /* last conflict event about this member */
 };
 
 /* An outgoing control message. */
@@ -93,6 +90,7 @@ struct probe {
 
 struct rd_swim {
     struct rd_swim_config cfg;
+    struct rd_suspicion_config suspicion_cfg; /* cfg's part that suspicion timeouts need */
     struct rd_rand rng;
     uint32_t seq;
 
@@ -116,7 +114,7 @@ struct rd_swim {
     uint64_t conflict_probe_deadline_ms;
     struct rd_member conflict_candidate;
     uint64_t last_mismatch_sync_ms, last_followup_sync_ms;
-    uint32_t health;
+    struct rd_health health;
 
     struct out *outq; /* ring buffer */
     size_t out_head, out_len;
@@ -452,49 +450,16 @@ static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t n
     if (status != RD_SUSPECT) s->members[i].accuser[0] = '\0';
 }
 
-static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmations)
-{
-    double n = (double)live_count(s);
-    double scale = n > 10.0 ? log10(n) : 1.0;
-    double min = s->cfg.suspicion_mult * scale * s->cfg.probe_interval_ms;
-    double max = s->cfg.suspicion_max_mult * min;
-    /* Lifeguard: expect k independent confirmations, if enough members can give them */
-    double k = (double)s->cfg.suspicion_confirmations;
-    if (n - 2.0 < k) k = 0.0;
-    if (k < 1.0) return (uint64_t)min;
-    double t = max - log(confirmations + 1.0) / log(k + 1.0) * (max - min);
-    return (uint64_t)(t < min ? min : t);
-}
-
-/* Records `accuser` against suspect i; true if it is a new, independent confirmation. */
-static bool add_accuser(struct rd_swim *s, uint32_t i, const char *accuser)
-{
-    struct entry *e = &s->meta[i];
-    if (!accuser[0]) return false;
-    uint64_t h = name_hash(accuser);
-    for (uint32_t k = 0; k < e->naccusers; k++)
-        if (e->accusers[k] == h) return false;
-    if (e->naccusers == ACCUSERS_MAX) return false;
-    e->accusers[e->naccusers++] = h;
-    return true;
-}
-
 static void start_suspicion(struct rd_swim *s, uint32_t i, const char *accuser, uint64_t now_ms)
 {
-    struct entry *e = &s->meta[i];
-    e->naccusers = 0;
-    add_accuser(s, i, accuser);
-    e->suspect_start_ms = now_ms;
-    /* the first accuser does not count as a confirmation */
-    e->suspect_deadline_ms = now_ms + suspicion_timeout(s, 0);
+    rd_suspicion_start(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser, now_ms);
     snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
 }
 
 static void confirm_suspicion(struct rd_swim *s, uint32_t i, const char *accuser)
 {
-    struct entry *e = &s->meta[i];
-    if (!add_accuser(s, i, accuser)) return;
-    e->suspect_deadline_ms = e->suspect_start_ms + suspicion_timeout(s, e->naccusers - 1);
+    if (!rd_suspicion_confirm(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser))
+        return;
     snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
     broadcast(s, i); /* let others count this confirmation too */
 }
@@ -559,8 +524,7 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
     set_status(s, 0, s->leaving ? RD_LEFT : RD_ALIVE, now_ms);
     broadcast_n(s, 0, 2);
     s->stats.refutes++;
-    if (s->health < s->cfg.awareness_max)
-        s->health++; /* Lifeguard: being suspected hints that we are the slow one */
+    rd_health_refuted(&s->health, s->cfg.awareness_max);
 }
 
 /*
@@ -666,7 +630,7 @@ static uint32_t next_seq(struct rd_swim *s)
 
 static uint64_t scaled(const struct rd_swim *s, uint32_t ms)
 {
-    return (uint64_t)ms * (s->health + 1);
+    return rd_health_scale(&s->health, ms);
 }
 
 /* Next member to probe: round-robin over a shuffled list, reshuffled every round. */
@@ -756,9 +720,7 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
     struct probe *p = &s->probe;
     p->active = false;
     s->stats.probes_failed++;
-    /* Lifeguard: missing nacks mean our own network or process is the problem */
-    uint32_t delta = p->nacks_expected ? p->nacks_expected - p->nacks : 1;
-    s->health = s->health + delta > s->cfg.awareness_max ? s->cfg.awareness_max : s->health + delta;
+    rd_health_probe_failed(&s->health, p->nacks_expected, p->nacks, s->cfg.awareness_max);
     int t = find_entry(s, p->target);
     if (t <= 0) return;
     struct rd_member *m = &s->members[t];
@@ -776,7 +738,7 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
 static void probe_acked(struct rd_swim *s)
 {
     s->probe.active = false;
-    if (s->health > 0) s->health--;
+    rd_health_probe_acked(&s->health);
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -897,7 +859,8 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
     if (s->nstatus[RD_SUSPECT] == 0) return;
     for (uint32_t i = 1; i < s->count; i++) {
-        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspect_deadline_ms) continue;
+        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspicion.deadline_ms)
+            continue;
         set_status(s, i, RD_DEAD, now_ms);
         push_event(s, i, RD_SUSPECT, false);
         broadcast(s, i);
@@ -1017,7 +980,7 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
         t = min_u64(t, s->relays[k].deadline_ms);
     if (s->conflict_probe_seq) t = min_u64(t, s->conflict_probe_deadline_ms);
     for (uint32_t i = 1; i < s->count && s->nstatus[RD_SUSPECT] > 0; i++)
-        if (s->members[i].status == RD_SUSPECT) t = min_u64(t, s->meta[i].suspect_deadline_ms);
+        if (s->members[i].status == RD_SUSPECT) t = min_u64(t, s->meta[i].suspicion.deadline_ms);
     return t;
 }
 
@@ -1173,7 +1136,7 @@ const struct rd_member *rd_swim_conflict(const struct rd_swim *s)
 
 uint32_t rd_swim_health(const struct rd_swim *s)
 {
-    return s->health;
+    return s->health.score;
 }
 
 const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s)
@@ -1191,6 +1154,12 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     struct rd_swim *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->cfg = *cfg;
+    s->suspicion_cfg = (struct rd_suspicion_config){
+        .probe_interval_ms = cfg->probe_interval_ms,
+        .suspicion_mult = cfg->suspicion_mult,
+        .suspicion_max_mult = cfg->suspicion_max_mult,
+        .suspicion_confirmations = cfg->suspicion_confirmations,
+    };
     rd_rand_seed(&s->rng, seed);
     s->cap = 8;
     s->index_cap = 32;
