@@ -178,26 +178,48 @@ static int check_level(const struct rd_txqueue *q, uint32_t level, size_t used, 
     return 0;
 }
 
-int rd_txqueue_check(const struct rd_txqueue *q, size_t used, const char **why)
+int rd_txqueue_check_lists(const struct rd_txqueue *q, size_t used, const char **why)
 {
     if (used > q->cap) return fail(why, "txqueue: more slots used than allocated");
     if (q->top >= RD_TXQUEUE_LEVELS) return fail(why, "txqueue: top is beyond the last level");
     size_t linked = 0;
     for (uint32_t level = 0; level < RD_TXQUEUE_LEVELS; level++)
         if (check_level(q, level, used, &linked, why) < 0) return -1;
-    size_t queued = 0;
-    for (size_t i = 0; i < q->cap; i++) {
-        const struct rd_txqueue_slot *e = &q->slots[i];
-        if (e->left >= RD_TXQUEUE_LEVELS)
-            return fail(why, "txqueue: a slot has more sends left than levels");
-        if (e->left == 0 && (e->prev != NONE || e->next != NONE))
-            return fail(why, "txqueue: an unqueued slot keeps links");
-        if (e->left > 0 && i >= used)
-            return fail(why, "txqueue: a slot beyond the used ones is queued");
-        queued += e->left > 0;
-    }
-    if (queued != linked) return fail(why, "txqueue: a queued slot is on no list");
-    if (q->pending != queued)
+    if (q->pending != linked)
         return fail(why, "txqueue: the pending count is not the number of queued slots");
+    return 0;
+}
+
+/* True if `slot`'s link `to` (prev or next) and the slot it names agree, or `slot` is the
+ * level's `end` (head or tail) when the link is NONE. */
+static bool linked_back(const struct rd_txqueue *q, uint32_t slot, uint32_t to, bool forward)
+{
+    const struct rd_txqueue_slot *e = &q->slots[slot];
+    if (to == NONE) return (forward ? q->tail[e->left] : q->head[e->left]) == slot;
+    if (to >= q->cap) return false;
+    return (forward ? q->slots[to].prev : q->slots[to].next) == slot;
+}
+
+int rd_txqueue_check_slot(const struct rd_txqueue *q, size_t used, uint32_t slot, const char **why)
+{
+    const struct rd_txqueue_slot *e = &q->slots[slot];
+    if (e->left >= RD_TXQUEUE_LEVELS)
+        return fail(why, "txqueue: a slot has more sends left than levels");
+    if (e->left == 0) {
+        if (e->prev != NONE || e->next != NONE)
+            return fail(why, "txqueue: an unqueued slot keeps links");
+        return 0;
+    }
+    if (slot >= used) return fail(why, "txqueue: a slot beyond the used ones is queued");
+    if (!linked_back(q, slot, e->prev, false) || !linked_back(q, slot, e->next, true))
+        return fail(why, "txqueue: a queued slot is on no list");
+    return 0;
+}
+
+int rd_txqueue_check(const struct rd_txqueue *q, size_t used, const char **why)
+{
+    if (rd_txqueue_check_lists(q, used, why) < 0) return -1;
+    for (size_t i = 0; i < q->cap; i++)
+        if (rd_txqueue_check_slot(q, used, (uint32_t)i, why) < 0) return -1;
     return 0;
 }
