@@ -539,6 +539,46 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
 }
 
 /*
+ * A namesake alive at another address: the younger of the two must go. An incarnation
+ * below our first one was taken before we started, so the namesake is older, or it is
+ * only our own previous life at an old address: ask it by name, since only a live
+ * namesake answers. A younger one is told at once, with our record on board.
+ */
+static void merge_namesake(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
+{
+    if (r->incarnation >= s->start_incarnation) {
+        push_conflict(s, 0, r, now_ms);
+        struct rd_msg notice = {0};
+        send_msg_ex(s, &r->addr, r->name, &notice, true);
+        return;
+    }
+    if (s->conflict_probe_seq != 0) return; /* already asking */
+    s->conflict_probe_seq = next_seq(s);
+    s->conflict_probe_deadline_ms = now_ms + s->cfg.probe_timeout_ms * 2;
+    s->conflict_candidate = *r;
+    struct rd_msg ping = make_msg(s, RD_MSG_PING, s->conflict_probe_seq);
+    snprintf(ping.target, sizeof ping.target, "%s", s->members[0].name);
+    send_msg(s, &r->addr, r->name, &ping);
+}
+
+/*
+ * News about us. From another address and alive, it is a namesake's. Otherwise, if it
+ * outranks what we say (someone suspects us, or remembers a later life of our name),
+ * only we may answer it, with a higher incarnation. Our table never takes it.
+ */
+static void merge_about_self(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
+{
+    const struct rd_member *me = &s->members[0];
+    if (!rd_addr_equal(&r->addr, &me->addr) && in_ring(r->status)) {
+        merge_namesake(s, r, now_ms);
+        return;
+    }
+    if (r->incarnation > me->incarnation ||
+        (r->incarnation == me->incarnation && r->status > me->status))
+        refute(s, r->incarnation, now_ms);
+}
+
+/*
  * Applies one record of news. `second_hand` is true for full-state syncs, where a death is
  * only believed as a suspicion. Returns true if our table changed.
  */
@@ -547,33 +587,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
 {
     int idx = find_entry(s, r->name);
     if (idx == 0) {
-        /* news about us that outranks what we say: someone suspects us, or remembers a
-         * later life of our name; only we may answer it, with a higher incarnation */
-        const struct rd_member *me = &s->members[0];
-        if (!rd_addr_equal(&r->addr, &me->addr) && in_ring(r->status)) {
-            /* a namesake alive at another address: the younger of the two must go. An
-             * incarnation below our first one was taken before we started. */
-            if (r->incarnation < s->start_incarnation) {
-                /* older: a live namesake, or only our own previous life at an old address?
-                 * Ask it by name: only a live namesake answers. */
-                if (s->conflict_probe_seq == 0) {
-                    s->conflict_probe_seq = next_seq(s);
-                    s->conflict_probe_deadline_ms = now_ms + s->cfg.probe_timeout_ms * 2;
-                    s->conflict_candidate = *r;
-                    struct rd_msg ping = make_msg(s, RD_MSG_PING, s->conflict_probe_seq);
-                    snprintf(ping.target, sizeof ping.target, "%s", me->name);
-                    send_msg(s, &r->addr, r->name, &ping);
-                }
-            } else {
-                push_conflict(s, 0, r, now_ms);
-                struct rd_msg notice = {0};
-                send_msg_ex(s, &r->addr, r->name, &notice, true);
-            }
-            return false;
-        }
-        if (r->incarnation > me->incarnation ||
-            (r->incarnation == me->incarnation && r->status > me->status))
-            refute(s, r->incarnation, now_ms);
+        merge_about_self(s, r, now_ms);
         return false;
     }
     struct rd_member rec = *r;
