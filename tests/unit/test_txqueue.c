@@ -232,71 +232,63 @@ static void test_grow_keeps_the_order(void **state)
  * Each corruption breaks one thing in a queue of 6 used slots, 0..4 queued (level 3: 2, 1,
  * 0; level 5: 4, 3) and 5 not; the check must fail and name that thing.
  */
+enum field { NEXT, PREV, LEFT, HEAD, TAIL, PENDING, TOP_LEVEL };
+
+/* Sets one field: a slot's next, prev or left, a level's head or tail, pending, top. */
+struct edit {
+    enum field field;
+    uint32_t at; /* the slot or the level; unused for PENDING and TOP_LEVEL */
+    uint32_t value;
+};
+
 struct corruption {
     const char *name;
-    void (*apply)(struct rd_txqueue *q);
+    size_t nedits;
+    struct edit edits[2];
     const char *why; /* a part of the expected reason */
 };
 
-static void bad_next(struct rd_txqueue *q)
-{
-    q->slots[2].next = 0;
-}
-static void bad_prev(struct rd_txqueue *q)
-{
-    q->slots[0].prev = 2;
-}
-static void bad_left(struct rd_txqueue *q)
-{
-    q->slots[1].left = 4;
-}
-static void bad_tail(struct rd_txqueue *q)
-{
-    q->tail[3] = 1;
-}
-static void bad_head(struct rd_txqueue *q)
-{
-    q->head[3] = 1;
-}
-static void bad_pending(struct rd_txqueue *q)
-{
-    q->pending++;
-}
-static void bad_top(struct rd_txqueue *q)
-{
-    q->top = 3;
-}
-static void stray_slot(struct rd_txqueue *q)
-{
-    q->slots[5].left = 2;
-}
-static void stray_links(struct rd_txqueue *q)
-{
-    q->slots[6].next = 1;
-}
-static void beyond_used(struct rd_txqueue *q)
-{
-    q->slots[3].next = 7;
-}
-static void cycle(struct rd_txqueue *q)
-{
-    q->slots[0].next = 2; /* 2 -> 1 -> 0 -> 2 ...: caught by the head's prev link */
-    q->slots[2].prev = 0;
-}
-
 static const struct corruption corruptions[] = {
-    {"a next link skips a slot", bad_next, "prev link"},
-    {"a prev link points the wrong way", bad_prev, "prev link"},
-    {"a slot on the wrong level", bad_left, "other than its sends left"},
-    {"a tail short of the end", bad_tail, "tail"},
-    {"a head in the middle of its list", bad_head, "prev link"},
-    {"the pending count is off", bad_pending, "pending count"},
-    {"top below a nonempty level", bad_top, "above the top"},
-    {"a queued slot on no list", stray_slot, "on no list"},
-    {"an unqueued slot with links", stray_links, "keeps links"},
-    {"a link beyond the used slots", beyond_used, "beyond the used"},
-    {"a list that runs in a cycle", cycle, "prev link"},
+    {"a next link skips a slot", 1, {{NEXT, 2, 0}}, "prev link"},
+    {"a prev link points the wrong way", 1, {{PREV, 0, 2}}, "prev link"},
+    {"a slot on the wrong level", 1, {{LEFT, 1, 4}}, "other than its sends left"},
+    {"a tail short of the end", 1, {{TAIL, 3, 1}}, "tail"},
+    {"a head in the middle of its list", 1, {{HEAD, 3, 1}}, "prev link"},
+    {"the pending count is off", 1, {{PENDING, 0, 6}}, "pending count"},
+    {"top below a nonempty level", 1, {{TOP_LEVEL, 0, 3}}, "above the top"},
+    {"a queued slot on no list", 1, {{LEFT, 5, 2}}, "on no list"},
+    {"an unqueued slot with links", 1, {{NEXT, 6, 1}}, "keeps links"},
+    {"a link beyond the used slots", 1, {{NEXT, 3, 7}}, "beyond the used"},
+    /* 2 -> 1 -> 0 -> 2 ...: caught by the head's prev link */
+    {"a list that runs in a cycle", 2, {{NEXT, 0, 2}, {PREV, 2, 0}}, "prev link"},
 };
+
+static void apply_edit(struct rd_txqueue *q, const struct edit *e)
+{
+    switch (e->field) {
+    case NEXT:
+        q->slots[e->at].next = e->value;
+        break;
+    case PREV:
+        q->slots[e->at].prev = e->value;
+        break;
+    case LEFT:
+        q->slots[e->at].left = e->value;
+        break;
+    case HEAD:
+        q->head[e->at] = e->value;
+        break;
+    case TAIL:
+        q->tail[e->at] = e->value;
+        break;
+    case PENDING:
+        q->pending = e->value;
+        break;
+    case TOP_LEVEL:
+        q->top = e->value;
+        break;
+    }
+}
 
 static void healthy(struct rd_txqueue *q)
 {
@@ -314,7 +306,8 @@ static void test_check_finds_each_corruption(void **state)
         healthy(&q);
         const char *why = NULL;
         assert_int_equal(rd_txqueue_check(&q, 6, &why), 0);
-        corruptions[c].apply(&q);
+        for (size_t e = 0; e < corruptions[c].nedits; e++)
+            apply_edit(&q, &corruptions[c].edits[e]);
         why = NULL;
         if (rd_txqueue_check(&q, 6, &why) == 0)
             fail_msg("%s: the check passed", corruptions[c].name);
