@@ -18,7 +18,9 @@
  *     newer news replaces older. This file decides how many sends and what fits a packet.
  *   - The membership checksum and the counts per status are running tallies, updated
  *     in O(1) on every change, since probes carry the checksum, timeouts need N, and
- *     every membership log line prints the counts.
+ *     every membership log line prints the counts. rd_swim_check() recomputes them, the
+ *     name index and the queue's links from the table; Debug and sanitizer builds run
+ *     it (spread over calls, see "invariants") after every input.
  *   - Healing: a namesake at another address is probed by name and the younger stops;
  *     members sync with a random dead member's address now and then (and with the seeds
  *     while in a minority), so the halves of a healed partition find each other.
