@@ -232,6 +232,59 @@ static void hash_batch(uint8_t enc[][POINT_BUF_MAX], size_t plen, const struct r
         out[s] = fn ? fn(nm->s, nm->len, i0 + s, ctx) : XXH3_64bits(enc[s], plen + 4);
 }
 
+/*
+ * Every point of the ring in member order, a batch of up to HASH_BATCH hashes at a time:
+ * after walk_next() returns true, hb[0 .. cnt-1] are the hashes of member m's points
+ * i0 .. i0+cnt-1. Both ways of filling the sort's staging (see sort_points) walk this.
+ */
+struct point_walk {
+    const struct rd_ring *r;
+    rd_ring_point_hash_fn *fn;
+    void *ctx;
+    uint32_t m, i0, cnt;
+    size_t plen;                            /* length of member m's encoding prefix */
+    uint8_t enc[HASH_BATCH][POINT_BUF_MAX]; /* member m's prefix, one copy per batch slot */
+    uint64_t hb[HASH_BATCH];
+};
+
+/* Encodes member m's prefix into the batch slots it will use. */
+static void walk_enter(struct point_walk *w)
+{
+    const struct ring_name *nm = &w->r->names[w->m];
+    uint32_t np = w->r->points[w->m];
+    for (uint32_t s = 0; s < np && s < HASH_BATCH; s++)
+        w->plen = point_prefix(w->enc[s], nm->s, nm->len);
+}
+
+static void walk_start(struct point_walk *w, const struct rd_ring *r, rd_ring_point_hash_fn *fn,
+                       void *ctx)
+{
+    w->r = r;
+    w->fn = fn;
+    w->ctx = ctx;
+    w->m = 0;
+    w->i0 = 0;
+    w->cnt = 0;
+    w->plen = 0;
+    if (r->nmembers > 0) walk_enter(w);
+}
+
+/* Hashes the next batch; false when every point has been. */
+static bool walk_next(struct point_walk *w)
+{
+    const struct rd_ring *r = w->r;
+    w->i0 += w->cnt;
+    while (w->m < r->nmembers && w->i0 >= r->points[w->m]) {
+        w->i0 = 0;
+        if (++w->m < r->nmembers) walk_enter(w);
+    }
+    if (w->m == r->nmembers) return false;
+    uint32_t left = r->points[w->m] - w->i0;
+    w->cnt = left < HASH_BATCH ? left : HASH_BATCH;
+    hash_batch(w->enc, w->plen, &r->names[w->m], w->i0, w->cnt, w->fn, w->ctx, w->hb);
+    return true;
+}
+
 /* Orders points a and b (a < b) by (hash, owner) without a branch: sizes and orders of
  * crowded buckets are random, so a branch here would mispredict half the time. */
 static inline void compare_exchange(uint64_t *hashes, uint32_t *owner, uint32_t a, uint32_t b)
@@ -282,30 +335,21 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
     size_t ngroups = (size_t)1 << c;
     uint32_t fill[1u << COARSE_BITS_MAX] = {0}; /* points per group */
     uint32_t src[1u << COARSE_BITS_MAX];        /* where a group's points start in t */
-    uint8_t enc[HASH_BATCH][POINT_BUF_MAX];
-    uint64_t hb[HASH_BATCH];
+    struct point_walk w;
 
     /* 1. */
     bool overflow = false;
-    for (uint32_t m = 0; m < r->nmembers && !overflow; m++) {
-        const struct ring_name *nm = &r->names[m];
-        uint32_t np = r->points[m];
-        size_t plen = 0;
-        for (uint32_t s = 0; s < np && s < HASH_BATCH; s++)
-            plen = point_prefix(enc[s], nm->s, nm->len);
-        for (uint32_t i0 = 0; i0 < np && !overflow; i0 += HASH_BATCH) {
-            uint32_t cnt = np - i0 < HASH_BATCH ? np - i0 : HASH_BATCH;
-            hash_batch(enc, plen, nm, i0, cnt, fn, ctx, hb);
-            for (uint32_t s = 0; s < cnt; s++) {
-                size_t g = group_of(hb[s], c);
-                if (fill[g] == sh->cap) {
-                    overflow = true;
-                    break;
-                }
-                size_t at = g * sh->cap + fill[g]++;
-                t.h[at] = hb[s];
-                t.o[at] = m;
+    walk_start(&w, r, fn, ctx);
+    while (!overflow && walk_next(&w)) {
+        for (uint32_t s = 0; s < w.cnt; s++) {
+            size_t g = group_of(w.hb[s], c);
+            if (fill[g] == sh->cap) {
+                overflow = true;
+                break;
             }
+            size_t at = g * sh->cap + fill[g]++;
+            t.h[at] = w.hb[s];
+            t.o[at] = w.m;
         }
     }
     for (size_t g = 0; g < ngroups; g++)
@@ -314,20 +358,12 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
         /* Start over in two passes: hash into the ring's arrays, then scatter by group. */
         memset(fill, 0, sizeof fill);
         uint32_t k = 0;
-        for (uint32_t m = 0; m < r->nmembers; m++) {
-            const struct ring_name *nm = &r->names[m];
-            uint32_t np = r->points[m];
-            size_t plen = 0;
-            for (uint32_t s = 0; s < np && s < HASH_BATCH; s++)
-                plen = point_prefix(enc[s], nm->s, nm->len);
-            for (uint32_t i0 = 0; i0 < np; i0 += HASH_BATCH) {
-                uint32_t cnt = np - i0 < HASH_BATCH ? np - i0 : HASH_BATCH;
-                hash_batch(enc, plen, nm, i0, cnt, fn, ctx, hb);
-                for (uint32_t s = 0; s < cnt; s++, k++) {
-                    hashes[k] = hb[s];
-                    owner[k] = m;
-                    fill[group_of(hb[s], c)]++;
-                }
+        walk_start(&w, r, fn, ctx);
+        while (walk_next(&w)) {
+            for (uint32_t s = 0; s < w.cnt; s++, k++) {
+                hashes[k] = w.hb[s];
+                owner[k] = w.m;
+                fill[group_of(w.hb[s], c)]++;
             }
         }
         uint32_t run = 0;

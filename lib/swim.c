@@ -9,16 +9,18 @@
  *     list: PING, then after the probe timeout PING_REQ through k others, then at the end
  *     of the period suspicion. Lifeguard's local health stretches both our timeout and our
  *     period when we are the slow one, and suspicion timeouts shrink as independent
- *     accusers confirm (memberlist's formula).
+ *     accusers confirm (memberlist's formula). The arithmetic of both (timeouts, accusers,
+ *     the health score) is suspicion.c's; this file decides when it applies.
  *   - Dissemination: every accepted change is queued for retransmit_mult*ceil(log10(N+1))
- *     sends. The queue is a list per number of sends left, so a packet takes the records
- *     with the most sends left first in O(1) each (new news enters at the head of its
- *     list, a record just sent at the tail of the next one down): fresh news, such as a
- *     suspicion or a refutation, leaves at once instead of waiting behind a backlog of
- *     joins. One record per member: newer news replaces older.
+ *     sends in txqueue.c's queue, which hands out the records with the most sends left
+ *     first, the newest among equals: fresh news, such as a suspicion or a refutation,
+ *     leaves at once instead of waiting behind a backlog of joins. One record per member:
+ *     newer news replaces older. This file decides how many sends and what fits a packet.
  *   - The membership checksum and the counts per status are running tallies, updated
  *     in O(1) on every change, since probes carry the checksum, timeouts need N, and
- *     every membership log line prints the counts.
+ *     every membership log line prints the counts. rd_swim_check() recomputes them, the
+ *     name index and the queue's links from the table; Debug and sanitizer builds run
+ *     it (spread over calls, see "invariants") after every input.
  *   - Healing: a namesake at another address is probed by name and the younger stops;
  *     members sync with a random dead member's address now and then (and with the seeds
  *     while in a minority), so the halves of a healed partition find each other.
@@ -36,6 +38,8 @@
 #include <xxhash.h>
 
 #include "rand.h"
+#include "suspicion.h"
+#include "txqueue.h"
 
 /** Queued control messages awaiting rd_swim_poll_send(). */
 #define OUT_QUEUE_MAX 256
@@ -45,16 +49,13 @@
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
 #define EVENT_QUEUE_MAX 4096
-/** Distinct accusers remembered per suspicion (more than suspicion_confirmations + 1). */
-#define ACCUSERS_MAX 8
 /** Seeds remembered for joining. */
 #define SEEDS_MAX 16
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
-/** Levels of the dissemination queue: sends left per record are capped below this. */
-#define TX_LEVELS 64
-/** No entry (dissemination queue links). */
-#define NIL UINT32_MAX
+
+/* The kinds of slot that rd_swim_check() verifies one by one (see "invariants"). */
+enum check_kind { CHECK_MEMBER, CHECK_INDEX, CHECK_QUEUE, CHECK_KINDS };
 
 _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_NAME_MAX +
                        RD_ZONE_MAX + RD_TAGS_MAX + RD_NAME_MAX <=
@@ -63,14 +64,10 @@ _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_N
 
 /* Bookkeeping beside each member record. */
 struct entry {
-    uint64_t changed_ms;        /* last status change, for tombstone reaping */
-    uint64_t suspect_start_ms;  /* when the current suspicion began */
-    uint64_t suspect_deadline_ms;
-    uint64_t accusers[ACCUSERS_MAX]; /* name hashes of distinct accusers */
-    uint32_t naccusers;
-    uint64_t conflict_logged_ms; /* last conflict event about this member */
-    uint32_t tx_left;           /* sends of the current record still due; 0 = not queued */
-    uint32_t q_prev, q_next;    /* neighbours in the queue level tx_left, or NIL */
+    uint64_t changed_ms;           /* last status change, for tombstone reaping */
+    struct rd_suspicion suspicion; /* the current one, while suspect */
+    uint64_t conflict_logged_ms;   /* last conflict event about this member */
+    uint64_t ring_hash;            /* the record's share of the checksum, while in the ring */
 };
 
 /* An outgoing control message. */
@@ -99,6 +96,7 @@ struct probe {
 
 struct rd_swim {
     struct rd_swim_config cfg;
+    struct rd_suspicion_config suspicion_cfg; /* cfg's part that suspicion timeouts need */
     struct rd_rand rng;
     uint32_t seq;
 
@@ -106,28 +104,26 @@ struct rd_swim {
     struct rd_member *members;
     struct entry *meta;
     size_t count, cap;
-    uint32_t *index;            /* name hash table of (entry index + 1), 0 = empty */
-    size_t index_cap;           /* power of two, > 2 * cap */
+    uint32_t *index;  /* name hash table of (entry index + 1), 0 = empty */
+    size_t index_cap; /* power of two, > 2 * cap */
 
-    /* dissemination queue: a list per number of sends left, newest news at the head */
-    uint32_t q_head[TX_LEVELS], q_tail[TX_LEVELS];
-    uint32_t q_top;             /* no level above this one holds anything */
-    size_t npending;            /* entries with tx_left > 0 */
+    struct rd_txqueue txq; /* records with sends due, by member slot */
 
-    uint32_t *probe_order;      /* shuffled entry indexes; rebuilt when exhausted */
+    uint32_t *probe_order; /* shuffled entry indexes; rebuilt when exhausted */
     size_t probe_len, probe_pos;
     struct probe probe;
     uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms, next_reconnect_ms;
-    uint64_t start_incarnation;  /* our first incarnation: tells which of two namesakes is older */
-    bool conflict;               /* a namesake older than us is alive elsewhere */
+    uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
+    bool conflict;              /* a namesake older than us is alive elsewhere */
     struct rd_member conflict_with;
     uint32_t conflict_probe_seq; /* pinging an older namesake: does it still answer? */
     uint64_t conflict_probe_deadline_ms;
     struct rd_member conflict_candidate;
     uint64_t last_mismatch_sync_ms, last_followup_sync_ms;
-    uint32_t health;
+    size_t check_next[CHECK_KINDS]; /* where each per-slot check goes on (RD_SWIM_CHECKS) */
+    struct rd_health health;
 
-    struct out *outq;           /* ring buffer */
+    struct out *outq; /* ring buffer */
     size_t out_head, out_len;
     struct relay relays[RELAYS_MAX];
     size_t nrelays;
@@ -143,11 +139,11 @@ struct rd_swim {
     uint32_t join_backoff_ms;
 
     bool leaving;
-    uint64_t checksum;           /* running sum of in-ring members' hashes */
-    size_t nlive;                /* running count of alive + suspect */
-    size_t nstatus[4];           /* running count per status, self included */
+    uint64_t checksum; /* running sum of in-ring members' hashes */
+    size_t nlive;      /* running count of alive + suspect */
+    size_t nstatus[4]; /* running count per status, self included */
 
-    struct rd_member *scratch;  /* piggyback and sync records handed to the caller */
+    struct rd_member *scratch; /* piggyback and sync records handed to the caller */
     size_t scratch_cap;
     struct rd_swim_stats stats;
 };
@@ -193,17 +189,22 @@ static uint64_t member_hash(const struct rd_member *m)
 }
 
 /*
- * Adds (sign = 1) or removes (sign = -1) a record's part in the running tallies, so that
- * the checksum and counts cost O(1) per change instead of a pass over the table.
+ * Adds (sign = 1) or removes (sign = -1) member i's part in the running tallies, so that
+ * the checksum and counts cost O(1) per change instead of a pass over the table. The hash
+ * added is kept beside the record, and is what is taken away again.
  */
-static void tally(struct rd_swim *s, const struct rd_member *m, int sign)
+static void tally(struct rd_swim *s, uint32_t i, int sign)
 {
+    const struct rd_member *m = &s->members[i];
     s->nstatus[m->status & 3] += (size_t)(ptrdiff_t)sign;
-    if (!in_ring(m->status))
-        return;
+    if (!in_ring(m->status)) return;
     s->nlive += (size_t)(ptrdiff_t)sign;
-    uint64_t h = member_hash(m);
-    s->checksum += sign > 0 ? h : (uint64_t)0 - h;
+    if (sign > 0) {
+        s->meta[i].ring_hash = member_hash(m);
+        s->checksum += s->meta[i].ring_hash;
+    } else {
+        s->checksum -= s->meta[i].ring_hash;
+    }
 }
 
 void rd_swim_config_default(struct rd_swim_config *cfg)
@@ -259,8 +260,7 @@ static void index_remove(struct rd_swim *s, const char *name)
     bool found;
     size_t mask = s->index_cap - 1;
     size_t hole = index_slot(s, name, &found);
-    if (!found)
-        return;
+    if (!found) return;
     s->index[hole] = 0;
     for (size_t i = (hole + 1) & mask; s->index[i] != 0; i = (i + 1) & mask) {
         size_t home = (size_t)name_hash(s->members[s->index[i] - 1].name) & mask;
@@ -276,32 +276,26 @@ static void index_remove(struct rd_swim *s, const char *name)
 
 static int grow_table(struct rd_swim *s)
 {
-    if (s->count < s->cap)
-        return 0;
+    if (s->count < s->cap) return 0;
     size_t cap = s->cap * 2;
-    if (cap > RD_MAX_MEMBERS)
-        cap = RD_MAX_MEMBERS;
-    if (cap <= s->count)
-        return -1;
+    if (cap > RD_MAX_MEMBERS) cap = RD_MAX_MEMBERS;
+    if (cap <= s->count) return -1;
     struct rd_member *m = realloc(s->members, cap * sizeof *m);
-    if (!m)
-        return -1;
+    if (!m) return -1;
     s->members = m;
     struct entry *e = realloc(s->meta, cap * sizeof *e);
-    if (!e)
-        return -1;
+    if (!e) return -1;
     s->meta = e;
     uint32_t *o = realloc(s->probe_order, cap * sizeof *o);
-    if (!o)
-        return -1;
+    if (!o) return -1;
     s->probe_order = o;
+    if (rd_txqueue_grow(&s->txq, cap) < 0) return -1;
     size_t icap = s->index_cap;
     while (icap <= 2 * cap)
         icap *= 2;
     if (icap != s->index_cap) {
         uint32_t *idx = calloc(icap, sizeof *idx);
-        if (!idx)
-            return -1;
+        if (!idx) return -1;
         free(s->index);
         s->index = idx;
         s->index_cap = icap;
@@ -322,68 +316,6 @@ static uint32_t retransmit_limit(const struct rd_swim *s)
     return s->cfg.retransmit_mult * (uint32_t)ceil(log10(n + 1.0));
 }
 
-/* Takes entry i out of its queue level; its tx_left is left as it was. */
-static void queue_unlink(struct rd_swim *s, uint32_t i)
-{
-    struct entry *e = &s->meta[i];
-    if (e->q_prev != NIL)
-        s->meta[e->q_prev].q_next = e->q_next;
-    else
-        s->q_head[e->tx_left] = e->q_next;
-    if (e->q_next != NIL)
-        s->meta[e->q_next].q_prev = e->q_prev;
-    else
-        s->q_tail[e->tx_left] = e->q_prev;
-    e->q_prev = e->q_next = NIL;
-}
-
-/* Points entry i's neighbours (its q_prev and q_next, or the level's ends) back at i. */
-static void queue_link(struct rd_swim *s, uint32_t i)
-{
-    struct entry *e = &s->meta[i];
-    if (e->q_prev != NIL)
-        s->meta[e->q_prev].q_next = i;
-    else
-        s->q_head[e->tx_left] = i;
-    if (e->q_next != NIL)
-        s->meta[e->q_next].q_prev = i;
-    else
-        s->q_tail[e->tx_left] = i;
-}
-
-/* Puts entry i, whose tx_left is set and nonzero, at the head or the tail of its level. */
-static void queue_insert(struct rd_swim *s, uint32_t i, bool at_head)
-{
-    struct entry *e = &s->meta[i];
-    uint32_t level = e->tx_left;
-    e->q_prev = at_head ? NIL : s->q_tail[level];
-    e->q_next = at_head ? s->q_head[level] : NIL;
-    queue_link(s, i);
-    if (level > s->q_top)
-        s->q_top = level;
-}
-
-static void pending_remove(struct rd_swim *s, uint32_t i)
-{
-    if (s->meta[i].tx_left == 0)
-        return;
-    queue_unlink(s, i);
-    s->meta[i].tx_left = 0;
-    s->npending--;
-}
-
-/* One send of entry i's record went out: it moves one level down, behind its equals. */
-static void queue_sent(struct rd_swim *s, uint32_t i)
-{
-    if (s->meta[i].tx_left == 0)
-        return;
-    queue_unlink(s, i);
-    if (--s->meta[i].tx_left == 0)
-        s->npending--;
-    else
-        queue_insert(s, i, false);
-}
-
 /*
  * Queues member i's current record for dissemination, replacing older news about it, at
  * the head of its level: the newest news goes first.
@@ -393,15 +325,7 @@ static void queue_sent(struct rd_swim *s, uint32_t i)
  */
 static void broadcast_n(struct rd_swim *s, uint32_t i, uint32_t times)
 {
-    uint32_t sends = times * retransmit_limit(s);
-    if (sends >= TX_LEVELS)
-        sends = TX_LEVELS - 1;
-    pending_remove(s, i);
-    if (sends == 0)
-        return;
-    s->meta[i].tx_left = sends;
-    s->npending++;
-    queue_insert(s, i, true);
+    rd_txqueue_push(&s->txq, i, times * retransmit_limit(s));
 }
 
 static void broadcast(struct rd_swim *s, uint32_t i)
@@ -416,15 +340,12 @@ static size_t record_size(const struct rd_member *m)
 }
 
 /* Adds record i to the packet scratch if it fits; returns false when it does not. */
-static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t *budget,
-                        size_t *n)
+static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t *budget, size_t *n)
 {
     for (size_t k = 0; k < *n; k++)
-        if (onboard[k] == i)
-            return true; /* already on board */
+        if (onboard[k] == i) return true; /* already on board */
     size_t size = record_size(&s->members[i]);
-    if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS)
-        return false;
+    if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS) return false;
     onboard[*n] = i;
     s->scratch[(*n)++] = s->members[i];
     *budget -= size;
@@ -444,21 +365,18 @@ static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, si
     uint32_t onboard[RD_PACKET_MAX_MEMBERS];
     /* our own record first when it is news (a refutation, a leave): it is the one thing
      * nobody else can say for us, and a slow refutation is a false death */
-    if (with_self || s->meta[0].tx_left > 0)
-        take_record(s, 0, onboard, &budget, &n);
+    if (with_self || rd_txqueue_sends_left(&s->txq, 0) > 0) take_record(s, 0, onboard, &budget, &n);
     if (to_name && to_name[0]) {
         int d = find_entry(s, to_name);
         if (d > 0 && s->members[d].status == RD_SUSPECT)
             take_record(s, (uint32_t)d, onboard, &budget, &n);
     }
-    while (s->q_top > 0 && s->q_head[s->q_top] == NIL)
-        s->q_top--;
     bool full = false;
-    for (uint32_t level = s->q_top; level > 0 && !full; level--)
-        for (uint32_t i = s->q_head[level]; i != NIL && !full; i = s->meta[i].q_next)
-            full = !take_record(s, i, onboard, &budget, &n);
+    for (uint32_t i = rd_txqueue_first(&s->txq); i != RD_TXQUEUE_NONE && !full;
+         i = rd_txqueue_next(&s->txq, i))
+        full = !take_record(s, i, onboard, &budget, &n);
     for (size_t k = 0; k < n; k++)
-        queue_sent(s, onboard[k]);
+        rd_txqueue_sent(&s->txq, onboard[k]);
     pkt->nmembers = n;
     pkt->members = s->scratch;
 }
@@ -494,12 +412,10 @@ static void push_conflict(struct rd_swim *s, uint32_t i, const struct rd_member 
                           uint64_t now_ms)
 {
     struct entry *e = &s->meta[i];
-    if (e->conflict_logged_ms && now_ms - e->conflict_logged_ms < s->cfg.reclaim_ms)
-        return;
+    if (e->conflict_logged_ms && now_ms - e->conflict_logged_ms < s->cfg.reclaim_ms) return;
     e->conflict_logged_ms = now_ms;
     push_event(s, i, s->members[i].status, false);
-    if (s->ev_len == 0)
-        return;
+    if (s->ev_len == 0) return;
     struct rd_swim_event *ev = &s->events[(s->ev_head + s->ev_len - 1) % s->ev_cap];
     ev->conflict = true;
     ev->other_addr = other->addr;
@@ -528,8 +444,7 @@ static void queue_sync(struct rd_swim *s, const struct rd_addr *to)
     if (s->nsync == SYNC_QUEUE_MAX || to->family == 0 || rd_addr_equal(to, &s->members[0].addr))
         return;
     for (size_t i = 0; i < s->nsync; i++)
-        if (rd_addr_equal(&s->syncq[i], to))
-            return;
+        if (rd_addr_equal(&s->syncq[i], to)) return;
     s->syncq[s->nsync++] = *to;
 }
 
@@ -542,62 +457,22 @@ static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t n
         if (!in_ring(status))
             s->next_reap_ms = min_u64(s->next_reap_ms, now_ms + s->cfg.tombstone_ms);
     }
-    tally(s, &s->members[i], -1);
+    tally(s, i, -1);
     s->members[i].status = status;
-    tally(s, &s->members[i], 1);
-    if (status != RD_SUSPECT)
-        s->members[i].accuser[0] = '\0';
-}
-
-static uint64_t suspicion_timeout(const struct rd_swim *s, uint32_t confirmations)
-{
-    double n = (double)live_count(s);
-    double scale = n > 10.0 ? log10(n) : 1.0;
-    double min = s->cfg.suspicion_mult * scale * s->cfg.probe_interval_ms;
-    double max = s->cfg.suspicion_max_mult * min;
-    /* Lifeguard: expect k independent confirmations, if enough members can give them */
-    double k = (double)s->cfg.suspicion_confirmations;
-    if (n - 2.0 < k)
-        k = 0.0;
-    if (k < 1.0)
-        return (uint64_t)min;
-    double t = max - log(confirmations + 1.0) / log(k + 1.0) * (max - min);
-    return (uint64_t)(t < min ? min : t);
-}
-
-/* Records `accuser` against suspect i; true if it is a new, independent confirmation. */
-static bool add_accuser(struct rd_swim *s, uint32_t i, const char *accuser)
-{
-    struct entry *e = &s->meta[i];
-    if (!accuser[0])
-        return false;
-    uint64_t h = name_hash(accuser);
-    for (uint32_t k = 0; k < e->naccusers; k++)
-        if (e->accusers[k] == h)
-            return false;
-    if (e->naccusers == ACCUSERS_MAX)
-        return false;
-    e->accusers[e->naccusers++] = h;
-    return true;
+    tally(s, i, 1);
+    if (status != RD_SUSPECT) s->members[i].accuser[0] = '\0';
 }
 
 static void start_suspicion(struct rd_swim *s, uint32_t i, const char *accuser, uint64_t now_ms)
 {
-    struct entry *e = &s->meta[i];
-    e->naccusers = 0;
-    add_accuser(s, i, accuser);
-    e->suspect_start_ms = now_ms;
-    /* the first accuser does not count as a confirmation */
-    e->suspect_deadline_ms = now_ms + suspicion_timeout(s, 0);
+    rd_suspicion_start(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser, now_ms);
     snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
 }
 
 static void confirm_suspicion(struct rd_swim *s, uint32_t i, const char *accuser)
 {
-    struct entry *e = &s->meta[i];
-    if (!add_accuser(s, i, accuser))
+    if (!rd_suspicion_confirm(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser))
         return;
-    e->suspect_deadline_ms = e->suspect_start_ms + suspicion_timeout(s, e->naccusers - 1);
     snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
     broadcast(s, i); /* let others count this confirmation too */
 }
@@ -614,14 +489,13 @@ static void probe_order_insert(struct rd_swim *s, uint32_t i)
 
 static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
 {
-    if (grow_table(s) < 0)
-        return -1;
+    if (grow_table(s) < 0) return -1;
     uint32_t i = (uint32_t)s->count++;
     s->members[i] = *r;
-    s->meta[i] = (struct entry){.changed_ms = now_ms, .q_prev = NIL, .q_next = NIL};
+    s->meta[i] = (struct entry){.changed_ms = now_ms};
     bool found;
     s->index[index_slot(s, r->name, &found)] = i + 1;
-    tally(s, r, 1);
+    tally(s, i, 1);
     if (!in_ring(r->status))
         s->next_reap_ms = min_u64(s->next_reap_ms, now_ms + s->cfg.tombstone_ms);
     probe_order_insert(s, i);
@@ -631,16 +505,15 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
 /* Drops entry i (a reaped tombstone), moving the last entry into its slot. */
 static void remove_member(struct rd_swim *s, uint32_t i)
 {
-    tally(s, &s->members[i], -1);
-    pending_remove(s, i);
+    tally(s, i, -1);
+    rd_txqueue_remove(&s->txq, i);
     index_remove(s, s->members[i].name);
     for (size_t k = 0; k < s->probe_len; k++)
         if (s->probe_order[k] == i) {
             memmove(&s->probe_order[k], &s->probe_order[k + 1],
                     (s->probe_len - k - 1) * sizeof(uint32_t));
             s->probe_len--;
-            if (s->probe_pos > k)
-                s->probe_pos--;
+            if (s->probe_pos > k) s->probe_pos--;
             break;
         }
     uint32_t last = (uint32_t)--s->count;
@@ -649,11 +522,9 @@ static void remove_member(struct rd_swim *s, uint32_t i)
         s->meta[i] = s->meta[last];
         bool found;
         s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
-        if (s->meta[i].tx_left > 0)
-            queue_link(s, i); /* its queue neighbours follow it */
+        rd_txqueue_move(&s->txq, last, i);
         for (size_t k = 0; k < s->probe_len; k++)
-            if (s->probe_order[k] == last)
-                s->probe_order[k] = i;
+            if (s->probe_order[k] == last) s->probe_order[k] = i;
     }
 }
 
@@ -666,46 +537,59 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
     set_status(s, 0, s->leaving ? RD_LEFT : RD_ALIVE, now_ms);
     broadcast_n(s, 0, 2);
     s->stats.refutes++;
-    if (s->health < s->cfg.awareness_max)
-        s->health++; /* Lifeguard: being suspected hints that we are the slow one */
+    rd_health_refuted(&s->health, s->cfg.awareness_max);
+}
+
+/*
+ * A namesake alive at another address: the younger of the two must go. An incarnation
+ * below our first one was taken before we started, so the namesake is older, or it is
+ * only our own previous life at an old address: ask it by name, since only a live
+ * namesake answers. A younger one is told at once, with our record on board.
+ */
+static void merge_namesake(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
+{
+    if (r->incarnation >= s->start_incarnation) {
+        push_conflict(s, 0, r, now_ms);
+        struct rd_msg notice = {0};
+        send_msg_ex(s, &r->addr, r->name, &notice, true);
+        return;
+    }
+    if (s->conflict_probe_seq != 0) return; /* already asking */
+    s->conflict_probe_seq = next_seq(s);
+    s->conflict_probe_deadline_ms = now_ms + s->cfg.probe_timeout_ms * 2;
+    s->conflict_candidate = *r;
+    struct rd_msg ping = make_msg(s, RD_MSG_PING, s->conflict_probe_seq);
+    snprintf(ping.target, sizeof ping.target, "%s", s->members[0].name);
+    send_msg(s, &r->addr, r->name, &ping);
+}
+
+/*
+ * News about us. From another address and alive, it is a namesake's. Otherwise, if it
+ * outranks what we say (someone suspects us, or remembers a later life of our name),
+ * only we may answer it, with a higher incarnation. Our table never takes it.
+ */
+static void merge_about_self(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
+{
+    const struct rd_member *me = &s->members[0];
+    if (!rd_addr_equal(&r->addr, &me->addr) && in_ring(r->status)) {
+        merge_namesake(s, r, now_ms);
+        return;
+    }
+    if (r->incarnation > me->incarnation ||
+        (r->incarnation == me->incarnation && r->status > me->status))
+        refute(s, r->incarnation, now_ms);
 }
 
 /*
  * Applies one record of news. `second_hand` is true for full-state syncs, where a death is
  * only believed as a suspicion. Returns true if our table changed.
  */
-static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
-                  bool second_hand, const char *via)
+static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms, bool second_hand,
+                  const char *via)
 {
     int idx = find_entry(s, r->name);
     if (idx == 0) {
-        /* news about us that outranks what we say: someone suspects us, or remembers a
-         * later life of our name; only we may answer it, with a higher incarnation */
-        const struct rd_member *me = &s->members[0];
-        if (!rd_addr_equal(&r->addr, &me->addr) && in_ring(r->status)) {
-            /* a namesake alive at another address: the younger of the two must go. An
-             * incarnation below our first one was taken before we started. */
-            if (r->incarnation < s->start_incarnation) {
-                /* older: a live namesake, or only our own previous life at an old address?
-                 * Ask it by name: only a live namesake answers. */
-                if (s->conflict_probe_seq == 0) {
-                    s->conflict_probe_seq = next_seq(s);
-                    s->conflict_probe_deadline_ms = now_ms + s->cfg.probe_timeout_ms * 2;
-                    s->conflict_candidate = *r;
-                    struct rd_msg ping = make_msg(s, RD_MSG_PING, s->conflict_probe_seq);
-                    snprintf(ping.target, sizeof ping.target, "%s", me->name);
-                    send_msg(s, &r->addr, r->name, &ping);
-                }
-            } else {
-                push_conflict(s, 0, r, now_ms);
-                struct rd_msg notice = {0};
-                send_msg_ex(s, &r->addr, r->name, &notice, true);
-            }
-            return false;
-        }
-        if (r->incarnation > me->incarnation ||
-            (r->incarnation == me->incarnation && r->status > me->status))
-            refute(s, r->incarnation, now_ms);
+        merge_about_self(s, r, now_ms);
         return false;
     }
     struct rd_member rec = *r;
@@ -716,10 +600,8 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     if (idx < 0) {
         /* a stranger: keep a tombstone too, so a late rumour cannot resurrect it */
         int n = add_member(s, &rec, now_ms);
-        if (n < 0)
-            return false;
-        if (rec.status == RD_SUSPECT)
-            start_suspicion(s, (uint32_t)n, rec.accuser, now_ms);
+        if (n < 0) return false;
+        if (rec.status == RD_SUSPECT) start_suspicion(s, (uint32_t)n, rec.accuser, now_ms);
         if (in_ring(rec.status)) {
             push_event(s, (uint32_t)n, RD_ALIVE, true);
             broadcast(s, (uint32_t)n);
@@ -736,8 +618,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
                 push_conflict(s, i, &rec, now_ms);
             return false;
         }
-        if (now_ms - s->meta[i].changed_ms < s->cfg.reclaim_ms)
-            return false;
+        if (now_ms - s->meta[i].changed_ms < s->cfg.reclaim_ms) return false;
     }
     bool newer = rec.incarnation > cur->incarnation;
     bool same = rec.incarnation == cur->incarnation;
@@ -747,17 +628,14 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     }
     /* alive wins only when strictly newer; suspect/dead/left also at equal incarnation
      * if they rank higher (alive < suspect < dead < left) */
-    if (!(newer || (same && rec.status > old)))
-        return false;
-    tally(s, cur, -1);
+    if (!(newer || (same && rec.status > old))) return false;
+    tally(s, i, -1);
     *cur = rec;
     cur->status = old; /* set_status records the transition */
-    tally(s, cur, 1);
+    tally(s, i, 1);
     set_status(s, i, rec.status, now_ms);
-    if (rec.status == RD_SUSPECT)
-        start_suspicion(s, i, rec.accuser, now_ms);
-    if (old != rec.status)
-        push_event(s, i, old, false);
+    if (rec.status == RD_SUSPECT) start_suspicion(s, i, rec.accuser, now_ms);
+    if (old != rec.status) push_event(s, i, old, false);
     broadcast_n(s, i, rec.status == RD_ALIVE && old != RD_ALIVE ? 2 : 1);
     return true;
 }
@@ -779,7 +657,7 @@ static uint32_t next_seq(struct rd_swim *s)
 
 static uint64_t scaled(const struct rd_swim *s, uint32_t ms)
 {
-    return (uint64_t)ms * (s->health + 1);
+    return rd_health_scale(&s->health, ms);
 }
 
 /* Next member to probe: round-robin over a shuffled list, reshuffled every round. */
@@ -788,8 +666,7 @@ static int pick_probe_target(struct rd_swim *s)
     for (int pass = 0; pass < 2; pass++) {
         while (s->probe_pos < s->probe_len) {
             uint32_t i = s->probe_order[s->probe_pos++];
-            if (i != 0 && i < s->count && in_ring(s->members[i].status))
-                return (int)i;
+            if (i != 0 && i < s->count && in_ring(s->members[i].status)) return (int)i;
         }
         /* new round: everyone but us, Fisher-Yates shuffled */
         s->probe_len = 0;
@@ -810,18 +687,15 @@ static int pick_probe_target(struct rd_swim *s)
 static size_t random_members(struct rd_swim *s, uint32_t *out, size_t want, int except)
 {
     size_t n = 0;
-    if (s->count <= 1)
-        return 0;
+    if (s->count <= 1) return 0;
     /* bounded random tries, then give up: cheap and good enough for small fan-outs */
     for (size_t tries = 0; tries < 4 * want + 8 && n < want; tries++) {
         uint32_t i = 1 + rd_rand_below(&s->rng, (uint32_t)s->count - 1);
-        if ((int)i == except || !in_ring(s->members[i].status))
-            continue;
+        if ((int)i == except || !in_ring(s->members[i].status)) continue;
         bool dup = false;
         for (size_t k = 0; k < n; k++)
             dup |= out[k] == i;
-        if (!dup)
-            out[n++] = i;
+        if (!dup) out[n++] = i;
     }
     return n;
 }
@@ -829,8 +703,7 @@ static size_t random_members(struct rd_swim *s, uint32_t *out, size_t want, int 
 static struct rd_msg make_msg(struct rd_swim *s, uint8_t type, uint32_t seq)
 {
     struct rd_msg m = {.type = type, .seq = seq};
-    if (type == RD_MSG_PING || type == RD_MSG_ACK)
-        m.checksum = rd_swim_checksum(s);
+    if (type == RD_MSG_PING || type == RD_MSG_ACK) m.checksum = rd_swim_checksum(s);
     return m;
 }
 
@@ -838,8 +711,7 @@ static void start_probe(struct rd_swim *s, uint64_t now_ms)
 {
     int t = pick_probe_target(s);
     s->next_probe_ms = now_ms + scaled(s, s->cfg.probe_interval_ms);
-    if (t < 0)
-        return;
+    if (t < 0) return;
     struct probe *p = &s->probe;
     *p = (struct probe){.active = true, .seq = next_seq(s), .sent_ms = now_ms};
     snprintf(p->target, sizeof p->target, "%s", s->members[t].name);
@@ -856,8 +728,7 @@ static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
     struct probe *p = &s->probe;
     int t = find_entry(s, p->target);
     p->indirect_sent = true;
-    if (t < 0)
-        return;
+    if (t < 0) return;
     uint32_t helpers[16];
     size_t k = s->cfg.indirect_checks < 16 ? s->cfg.indirect_checks : 16;
     size_t n = random_members(s, helpers, k, t);
@@ -876,13 +747,9 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
     struct probe *p = &s->probe;
     p->active = false;
     s->stats.probes_failed++;
-    /* Lifeguard: missing nacks mean our own network or process is the problem */
-    uint32_t delta = p->nacks_expected ? p->nacks_expected - p->nacks : 1;
-    s->health = s->health + delta > s->cfg.awareness_max ? s->cfg.awareness_max
-                                                         : s->health + delta;
+    rd_health_probe_failed(&s->health, p->nacks_expected, p->nacks, s->cfg.awareness_max);
     int t = find_entry(s, p->target);
-    if (t <= 0)
-        return;
+    if (t <= 0) return;
     struct rd_member *m = &s->members[t];
     if (m->status == RD_ALIVE) {
         uint8_t old = m->status;
@@ -898,20 +765,143 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
 static void probe_acked(struct rd_swim *s)
 {
     s->probe.active = false;
-    if (s->health > 0)
-        s->health--;
+    rd_health_probe_acked(&s->health);
 }
+
+/* ---------------------------------------------------------------- invariants */
+
+/*
+ * rd_swim_check() verifies everything in one pass. Builds with RD_SWIM_CHECKS run the
+ * same checks after every call that changes the state, split by cost: the ones over the
+ * whole state that need no hashing (the queue's lists, the tallies) in full every time,
+ * and the per-slot ones (a member found by name, its checksum share rehashed, an index
+ * slot, a queue slot) for a window that moves on at each call, so that every slot is
+ * verified at least once every count/CHECK_WINDOW calls. A full check every call made
+ * test_swim 4.5x slower (its 1000-member join most of all); this way it is 1.6x.
+ */
+#define CHECK_WINDOW 4
+
+static int fail(const char **why, const char *reason)
+{
+    *why = reason;
+    return -1;
+}
+
+/* Counts per status, live count and checksum (from the kept shares) against the table. */
+static int check_tallies(const struct rd_swim *s, const char **why)
+{
+    size_t nstatus[4] = {0}, nlive = 0;
+    uint64_t checksum = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        uint8_t status = s->members[i].status;
+        if (status > RD_LEFT) return fail(why, "table: a member with no valid status");
+        nstatus[status]++;
+        if (!in_ring(status)) continue;
+        nlive++;
+        checksum += s->meta[i].ring_hash;
+    }
+    if (memcmp(nstatus, s->nstatus, sizeof nstatus) != 0)
+        return fail(why, "tally: the counts per status are not the table's");
+    if (nlive != s->nlive) return fail(why, "tally: the live count is not the table's");
+    if (checksum != s->checksum) return fail(why, "tally: the checksum is not the table's");
+    return 0;
+}
+
+/* The checks over the whole state: the table's bounds, the queue's lists, the tallies. */
+static int check_whole(const struct rd_swim *s, const char **why)
+{
+    if (s->count == 0 || s->count > s->cap) return fail(why, "table: count out of range");
+    if (rd_txqueue_check_lists(&s->txq, s->count, why) < 0) return -1;
+    return check_tallies(s, why);
+}
+
+/* Member i is found by its name at slot i, and its kept checksum share is its record's. */
+static int check_member(const struct rd_swim *s, size_t i, const char **why)
+{
+    if (find_entry(s, s->members[i].name) != (int)i)
+        return fail(why, "name index: a member is not found at its slot");
+    if (in_ring(s->members[i].status) && s->meta[i].ring_hash != member_hash(&s->members[i]))
+        return fail(why, "tally: a member's checksum share is not its record's");
+    return 0;
+}
+
+/* Index slot k is empty, or names a member that a lookup finds there: with every member
+ * found at its own slot, the index then holds each member exactly once and nothing else. */
+static int check_index_slot(const struct rd_swim *s, size_t k, const char **why)
+{
+    uint32_t v = s->index[k];
+    if (v == 0) return 0;
+    if (v > s->count) return fail(why, "name index: an entry beyond the table");
+    bool found;
+    if (index_slot(s, s->members[v - 1].name, &found) != k)
+        return fail(why, "name index: an entry that a lookup of its name does not reach");
+    return 0;
+}
+
+/* How many slots of a kind there are. */
+static size_t check_slots(const struct rd_swim *s, enum check_kind kind)
+{
+    return kind == CHECK_MEMBER ? s->count : kind == CHECK_INDEX ? s->index_cap : s->txq.cap;
+}
+
+static int check_slot(const struct rd_swim *s, enum check_kind kind, size_t k, const char **why)
+{
+    if (kind == CHECK_MEMBER) return check_member(s, k, why);
+    if (kind == CHECK_INDEX) return check_index_slot(s, k, why);
+    return rd_txqueue_check_slot(&s->txq, s->count, (uint32_t)k, why);
+}
+
+int rd_swim_check(const struct rd_swim *s, const char **why)
+{
+    if (check_whole(s, why) < 0) return -1;
+    for (int kind = 0; kind < CHECK_KINDS; kind++)
+        for (size_t k = 0; k < check_slots(s, kind); k++)
+            if (check_slot(s, kind, k, why) < 0) return -1;
+    return 0;
+}
+
+#ifdef RD_SWIM_CHECKS
+/* The checks of one call: the whole-state ones, and the next window of each kind of slot,
+ * sized so that all kinds come round in the same number of calls. */
+static int check_step(struct rd_swim *s, const char **why)
+{
+    if (check_whole(s, why) < 0) return -1;
+    for (int kind = 0; kind < CHECK_KINDS; kind++) {
+        size_t n = check_slots(s, kind), *next = &s->check_next[kind];
+        size_t window = (n * CHECK_WINDOW + s->count - 1) / s->count;
+        for (size_t k = 0; k < window && k < n; k++) {
+            *next = *next + 1 < n ? *next + 1 : 0;
+            if (check_slot(s, kind, *next, why) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* The first broken invariant stops the process at the call that broke it (or, for the
+ * per-slot checks, within count/CHECK_WINDOW calls), not as a wrong answer much later. */
+static void check_invariants(struct rd_swim *s, const char *after)
+{
+    const char *why = NULL;
+    if (check_step(s, &why) == 0) return;
+    fprintf(stderr, "%s: membership invariant broken after %s: %s\n", s->members[0].name, after,
+            why);
+    abort();
+}
+#else
+static void check_invariants(struct rd_swim *s, const char *after)
+{
+    (void)s, (void)after;
+}
+#endif
 
 /* ---------------------------------------------------------------- receiving */
 
 static void maybe_sync_on_mismatch(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
                                    uint64_t theirs)
 {
-    if (!s->joined || theirs == rd_swim_checksum(s))
-        return;
+    if (!s->joined || theirs == rd_swim_checksum(s)) return;
     uint64_t gap = (uint64_t)MISMATCH_SYNC_PERIODS * s->cfg.probe_interval_ms;
-    if (s->last_mismatch_sync_ms && now_ms - s->last_mismatch_sync_ms < gap)
-        return;
+    if (s->last_mismatch_sync_ms && now_ms - s->last_mismatch_sync_ms < gap) return;
     s->last_mismatch_sync_ms = now_ms;
     queue_sync(s, from);
 }
@@ -942,8 +932,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         }
         for (size_t k = 0; k < s->nrelays; k++) {
             struct relay *r = &s->relays[k];
-            if (r->our_seq != m->seq)
-                continue;
+            if (r->our_seq != m->seq) continue;
             struct rd_msg fwd = make_msg(s, RD_MSG_ACK, r->their_seq);
             send_msg(s, &r->requester, NULL, &fwd);
             s->relays[k] = s->relays[--s->nrelays];
@@ -951,14 +940,14 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         }
         break;
     case RD_MSG_NACK:
-        if (s->probe.active && m->seq == s->probe.seq)
-            s->probe.nacks++;
+        if (s->probe.active && m->seq == s->probe.seq) s->probe.nacks++;
         break;
     case RD_MSG_PING_REQ: {
-        if (s->nrelays == RELAYS_MAX || m->target_addr.family == 0)
-            return;
+        if (s->nrelays == RELAYS_MAX || m->target_addr.family == 0) return;
         struct relay *r = &s->relays[s->nrelays++];
-        *r = (struct relay){.our_seq = next_seq(s), .their_seq = m->seq, .requester = *from,
+        *r = (struct relay){.our_seq = next_seq(s),
+                            .their_seq = m->seq,
+                            .requester = *from,
                             .deadline_ms = now_ms + s->cfg.probe_timeout_ms};
         struct rd_msg ping = make_msg(s, RD_MSG_PING, r->our_seq);
         snprintf(ping.target, sizeof ping.target, "%s", m->target);
@@ -970,8 +959,8 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
     }
 }
 
-void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
-                  const struct rd_packet *pkt)
+static void recv_packet(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                        const struct rd_packet *pkt)
 {
     s->stats.packets_in++;
     if (strcmp(pkt->from, s->members[0].name) == 0) {
@@ -986,8 +975,7 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
         }
         return;
     }
-    if (!s->joined)
-        s->joined = true;
+    if (!s->joined) s->joined = true;
     int sender = find_entry(s, pkt->from);
     if (sender > 0 && !in_ring(s->members[sender].status)) {
         /* From a member we hold dead (or left): a datagram proves only that it can send.
@@ -1002,6 +990,13 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
     }
     for (size_t k = 0; k < pkt->nmsgs && k < RD_PACKET_MAX_MSGS; k++)
         handle_msg(s, now_ms, from, pkt->from, &pkt->msgs[k]);
+}
+
+void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                  const struct rd_packet *pkt)
+{
+    recv_packet(s, now_ms, from, pkt);
+    check_invariants(s, "rd_swim_recv");
 }
 
 /* ---------------------------------------------------------------- timers */
@@ -1022,10 +1017,9 @@ static void run_relays(struct rd_swim *s, uint64_t now_ms)
 
 static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
-    if (s->nstatus[RD_SUSPECT] == 0)
-        return;
+    if (s->nstatus[RD_SUSPECT] == 0) return;
     for (uint32_t i = 1; i < s->count; i++) {
-        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspect_deadline_ms)
+        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspicion.deadline_ms)
             continue;
         set_status(s, i, RD_DEAD, now_ms);
         push_event(s, i, RD_SUSPECT, false);
@@ -1036,8 +1030,7 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 static void run_gossip(struct rd_swim *s, uint64_t now_ms)
 {
     s->next_gossip_ms = now_ms + s->cfg.gossip_interval_ms;
-    if (s->npending == 0)
-        return;
+    if (rd_txqueue_pending(&s->txq) == 0) return;
     uint32_t to[16];
     size_t k = s->cfg.gossip_fanout < 16 ? s->cfg.gossip_fanout : 16;
     size_t n = random_members(s, to, k, -1);
@@ -1051,12 +1044,10 @@ static void run_sync(struct rd_swim *s, uint64_t now_ms)
     /* anti-entropy: the period stretches with cluster size, as memberlist does */
     size_t n = live_count(s);
     uint64_t scale = 1;
-    if (n > 32)
-        scale = (uint64_t)ceil(log2((double)n) - 5.0) + 1;
+    if (n > 32) scale = (uint64_t)ceil(log2((double)n) - 5.0) + 1;
     s->next_sync_ms = now_ms + s->cfg.sync_interval_ms * scale;
     uint32_t peer;
-    if (random_members(s, &peer, 1, -1) == 1)
-        queue_sync(s, &s->members[peer].addr);
+    if (random_members(s, &peer, 1, -1) == 1) queue_sync(s, &s->members[peer].addr);
 }
 
 static void run_join(struct rd_swim *s, uint64_t now_ms)
@@ -1111,56 +1102,51 @@ static void run_reaper(struct rd_swim *s, uint64_t now_ms)
             remove_member(s, i); /* slot i now holds another entry: look again */
             continue;
         }
-        if (st == RD_DEAD || st == RD_LEFT)
-            s->next_reap_ms = min_u64(s->next_reap_ms, expiry);
+        if (st == RD_DEAD || st == RD_LEFT) s->next_reap_ms = min_u64(s->next_reap_ms, expiry);
         i++;
     }
 }
 
-void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
+static void run_timers(struct rd_swim *s, uint64_t now_ms)
 {
     if (s->conflict_probe_seq && now_ms >= s->conflict_probe_deadline_ms)
         s->conflict_probe_seq = 0; /* silence: a previous life of ours, not a namesake */
     run_relays(s, now_ms);
     run_suspicions(s, now_ms);
     struct probe *p = &s->probe;
-    if (p->active && !p->indirect_sent && now_ms >= p->timeout_ms)
-        probe_indirect(s, now_ms);
-    if (p->active && now_ms >= p->period_end_ms)
-        probe_failed(s, now_ms);
-    if (!s->leaving && now_ms >= s->next_probe_ms && !p->active)
-        start_probe(s, now_ms);
-    if (now_ms >= s->next_gossip_ms)
-        run_gossip(s, now_ms);
-    if (!s->leaving && now_ms >= s->next_sync_ms)
-        run_sync(s, now_ms);
-    if (now_ms >= s->join_next_ms)
-        run_join(s, now_ms);
-    if (now_ms >= s->next_reap_ms)
-        run_reaper(s, now_ms);
-    if (!s->leaving && now_ms >= s->next_reconnect_ms)
-        run_reconnect(s, now_ms);
+    if (p->active && !p->indirect_sent && now_ms >= p->timeout_ms) probe_indirect(s, now_ms);
+    if (p->active && now_ms >= p->period_end_ms) probe_failed(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_probe_ms && !p->active) start_probe(s, now_ms);
+    if (now_ms >= s->next_gossip_ms) run_gossip(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_sync_ms) run_sync(s, now_ms);
+    if (now_ms >= s->join_next_ms) run_join(s, now_ms);
+    if (now_ms >= s->next_reap_ms) run_reaper(s, now_ms);
+    if (!s->leaving && now_ms >= s->next_reconnect_ms) run_reconnect(s, now_ms);
+}
+
+void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
+{
+    run_timers(s, now_ms);
+    check_invariants(s, "rd_swim_tick");
 }
 
 uint64_t rd_swim_next_tick(const struct rd_swim *s)
 {
     /* an idle agent wakes for its probes only: gossip rounds run while news is queued */
-    uint64_t t = s->npending ? min_u64(s->next_gossip_ms, s->next_reap_ms) : s->next_reap_ms;
+    uint64_t t =
+        rd_txqueue_pending(&s->txq) ? min_u64(s->next_gossip_ms, s->next_reap_ms) : s->next_reap_ms;
     t = min_u64(t, s->join_next_ms);
     if (!s->leaving) {
         t = min_u64(t, s->next_sync_ms);
         t = min_u64(t, s->next_reconnect_ms);
         t = min_u64(t, s->probe.active ? s->probe.period_end_ms : s->next_probe_ms);
     }
-    if (s->probe.active && !s->probe.indirect_sent)
-        t = min_u64(t, s->probe.timeout_ms);
+    if (s->probe.active && !s->probe.indirect_sent) t = min_u64(t, s->probe.timeout_ms);
     for (size_t k = 0; k < s->nrelays; k++)
         t = min_u64(t, s->relays[k].deadline_ms);
-    if (s->conflict_probe_seq)
-        t = min_u64(t, s->conflict_probe_deadline_ms);
+    if (s->conflict_probe_seq) t = min_u64(t, s->conflict_probe_deadline_ms);
     for (uint32_t i = 1; i < s->count && s->nstatus[RD_SUSPECT] > 0; i++)
-        if (s->members[i].status == RD_SUSPECT)
-            t = min_u64(t, s->meta[i].suspect_deadline_ms);
+        if (s->members[i].status == RD_SUSPECT) t = min_u64(t, s->meta[i].suspicion.deadline_ms);
     return t;
 }
 
@@ -1169,16 +1155,14 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
 bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
                        struct rd_packet *pkt)
 {
-    if (s->out_len == 0)
-        return false;
+    if (s->out_len == 0) return false;
     struct out *o = &s->outq[s->out_head];
     s->out_head = (s->out_head + 1) % OUT_QUEUE_MAX;
     s->out_len--;
     *to = o->to;
     memset(pkt, 0, sizeof *pkt);
     snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
-    if (o->msg.type != 0)
-        pkt->msgs[pkt->nmsgs++] = o->msg;
+    if (o->msg.type != 0) pkt->msgs[pkt->nmsgs++] = o->msg;
     piggyback(s, o->to_name, o->with_self, pkt->nmsgs, pkt);
     s->stats.packets_out++;
     return true;
@@ -1186,8 +1170,7 @@ bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
 
 bool rd_swim_poll_sync(struct rd_swim *s, struct rd_addr *to)
 {
-    if (s->nsync == 0)
-        return false;
+    if (s->nsync == 0) return false;
     *to = s->syncq[0];
     memmove(&s->syncq[0], &s->syncq[1], --s->nsync * sizeof s->syncq[0]);
     s->stats.syncs_out++;
@@ -1196,8 +1179,7 @@ bool rd_swim_poll_sync(struct rd_swim *s, struct rd_addr *to)
 
 bool rd_swim_poll_event(struct rd_swim *s, struct rd_swim_event *ev)
 {
-    if (s->ev_len == 0)
-        return false;
+    if (s->ev_len == 0) return false;
     *ev = s->events[s->ev_head];
     s->ev_head = (s->ev_head + 1) % s->ev_cap;
     s->ev_len--;
@@ -1220,12 +1202,12 @@ void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt)
 
 bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packet *pkt)
 {
-    if (strcmp(pkt->from, s->members[0].name) == 0)
-        return false;
+    if (strcmp(pkt->from, s->members[0].name) == 0) return false;
     s->stats.syncs_in++;
     s->joined = true;
     uint64_t refutes = s->stats.refutes;
     merge_all(s, pkt, now_ms, true);
+    check_invariants(s, "rd_swim_sync_recv");
     bool wants_reply = false;
     for (size_t k = 0; k < pkt->nmsgs; k++)
         if (pkt->msgs[k].type == RD_MSG_SYNC && (pkt->msgs[k].flags & RD_SYNC_REPLY))
@@ -1252,8 +1234,7 @@ void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_add
 void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
 {
     for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++)
-        if (!rd_addr_equal(&seeds[k], &s->members[0].addr))
-            s->seeds[s->nseeds++] = seeds[k];
+        if (!rd_addr_equal(&seeds[k], &s->members[0].addr)) s->seeds[s->nseeds++] = seeds[k];
     s->joined = false;
     s->join_backoff_ms = 1000;
     run_join(s, now_ms);
@@ -1266,8 +1247,7 @@ bool rd_swim_joined(const struct rd_swim *s)
 
 void rd_swim_leave(struct rd_swim *s, uint64_t now_ms)
 {
-    if (s->leaving)
-        return;
+    if (s->leaving) return;
     s->leaving = true;
     s->probe.active = false;
     s->members[0].incarnation++;
@@ -1280,7 +1260,7 @@ void rd_swim_leave(struct rd_swim *s, uint64_t now_ms)
 
 bool rd_swim_leave_done(const struct rd_swim *s)
 {
-    return s->leaving && (s->meta[0].tx_left == 0 || live_count(s) == 0);
+    return s->leaving && (rd_txqueue_sends_left(&s->txq, 0) == 0 || live_count(s) == 0);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -1323,7 +1303,7 @@ const struct rd_member *rd_swim_conflict(const struct rd_swim *s)
 
 uint32_t rd_swim_health(const struct rd_swim *s)
 {
-    return s->health;
+    return s->health.score;
 }
 
 const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s)
@@ -1339,12 +1319,15 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     if (!rd_member_valid(self) || cfg->probe_interval_ms == 0 || cfg->gossip_interval_ms == 0)
         return NULL;
     struct rd_swim *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     s->cfg = *cfg;
+    s->suspicion_cfg = (struct rd_suspicion_config){
+        .probe_interval_ms = cfg->probe_interval_ms,
+        .suspicion_mult = cfg->suspicion_mult,
+        .suspicion_max_mult = cfg->suspicion_max_mult,
+        .suspicion_confirmations = cfg->suspicion_confirmations,
+    };
     rd_rand_seed(&s->rng, seed);
-    for (uint32_t level = 0; level < TX_LEVELS; level++)
-        s->q_head[level] = s->q_tail[level] = NIL;
     s->cap = 8;
     s->index_cap = 32;
     s->members = malloc(s->cap * sizeof *s->members);
@@ -1353,8 +1336,8 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->index = calloc(s->index_cap, sizeof *s->index);
     s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
     s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
-    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq ||
-        !s->scratch) {
+    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq || !s->scratch ||
+        rd_txqueue_init(&s->txq, s->cap) < 0) {
         rd_swim_delete(s);
         return NULL;
     }
@@ -1369,7 +1352,8 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     /* spread the first probe and sync so that agents started together do not beat in step */
     s->next_probe_ms = now_ms + rd_rand_below(&s->rng, cfg->probe_interval_ms);
     s->next_gossip_ms = now_ms + cfg->gossip_interval_ms;
-    s->next_sync_ms = now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
+    s->next_sync_ms =
+        now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
     s->next_reap_ms = UINT64_MAX;
     s->next_reconnect_ms = now_ms + cfg->reconnect_interval_ms;
     s->start_incarnation = self->incarnation;
@@ -1378,8 +1362,7 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
 
 void rd_swim_delete(struct rd_swim *s)
 {
-    if (!s)
-        return;
+    if (!s) return;
     free(s->members);
     free(s->meta);
     free(s->probe_order);
@@ -1387,5 +1370,6 @@ void rd_swim_delete(struct rd_swim *s)
     free(s->outq);
     free(s->events);
     free(s->scratch);
+    rd_txqueue_free(&s->txq);
     free(s);
 }

@@ -30,24 +30,24 @@
  *  that a suspicion confirmed by 2 independent accusers times out at half its minimum
  *  (same maximum, same k): see proto/PROTOCOL.md, "Failure detection". */
 struct rd_swim_config {
-    uint32_t probe_interval_ms;    /**< protocol period: one probe per period (1000) */
-    uint32_t probe_timeout_ms;     /**< wait for a direct ack before indirect probes (500) */
-    uint32_t indirect_checks;      /**< members asked to probe for us (3) */
-    uint32_t gossip_interval_ms;   /**< period of piggyback-only gossip (200) */
-    uint32_t gossip_fanout;        /**< members per gossip round (3) */
-    uint32_t retransmit_mult;      /**< each update is sent mult*ceil(log10(N+1)) times (4) */
-    uint32_t suspicion_mult;       /**< min suspicion = mult*max(1,log10 N)*interval (2) */
-    uint32_t suspicion_max_mult;   /**< max suspicion = max_mult*min (12) */
+    uint32_t probe_interval_ms;       /**< protocol period: one probe per period (1000) */
+    uint32_t probe_timeout_ms;        /**< wait for a direct ack before indirect probes (500) */
+    uint32_t indirect_checks;         /**< members asked to probe for us (3) */
+    uint32_t gossip_interval_ms;      /**< period of piggyback-only gossip (200) */
+    uint32_t gossip_fanout;           /**< members per gossip round (3) */
+    uint32_t retransmit_mult;         /**< each update is sent mult*ceil(log10(N+1)) times (4) */
+    uint32_t suspicion_mult;          /**< min suspicion = mult*max(1,log10 N)*interval (2) */
+    uint32_t suspicion_max_mult;      /**< max suspicion = max_mult*min (12) */
     uint32_t suspicion_confirmations; /**< independent accusers beyond the first that bring
                                            a suspicion down to the min (2) */
-    uint32_t sync_interval_ms;     /**< anti-entropy period, scaled up above 32 members (30000) */
-    uint32_t join_retry_max_ms;    /**< backoff cap while no seed answered (30000) */
-    uint32_t tombstone_ms;         /**< dead and left members are kept this long (3600000) */
-    uint32_t reclaim_ms;           /**< a dead member's name is taken from a new address
-                                        only after this long (15000) */
+    uint32_t sync_interval_ms;      /**< anti-entropy period, scaled up above 32 members (30000) */
+    uint32_t join_retry_max_ms;     /**< backoff cap while no seed answered (30000) */
+    uint32_t tombstone_ms;          /**< dead and left members are kept this long (3600000) */
+    uint32_t reclaim_ms;            /**< a dead member's name is taken from a new address
+                                         only after this long (15000) */
     uint32_t reconnect_interval_ms; /**< try a dead member's address, or the seeds when in a
                                         minority, this often (10000) */
-    uint32_t awareness_max;        /**< Lifeguard local health ceiling (8) */
+    uint32_t awareness_max;         /**< Lifeguard local health ceiling (8) */
 };
 
 /** Fills `cfg` with the LAN defaults above. */
@@ -55,22 +55,22 @@ void rd_swim_config_default(struct rd_swim_config *cfg);
 
 /** One member change. Copies, valid after the call. */
 struct rd_swim_event {
-    struct rd_member member;       /**< the member as now known */
-    uint8_t old_status;            /**< status before the change (or RD_ALIVE/new) */
-    bool is_new;                   /**< first time we hear of this member */
-    bool self;                     /**< the change is about this agent */
-    bool conflict;                 /**< not a change: a namesake claims member's name from
-                                        `other_addr`, and was refused */
-    struct rd_addr other_addr;     /**< the refused namesake's address, when `conflict` */
+    struct rd_member member;   /**< the member as now known */
+    uint8_t old_status;        /**< status before the change (or RD_ALIVE/new) */
+    bool is_new;               /**< first time we hear of this member */
+    bool self;                 /**< the change is about this agent */
+    bool conflict;             /**< not a change: a namesake claims member's name from
+                                    `other_addr`, and was refused */
+    struct rd_addr other_addr; /**< the refused namesake's address, when `conflict` */
 };
 
 /** Counters, for INFO and tests. */
 struct rd_swim_stats {
     uint64_t packets_in, packets_out;
     uint64_t probes, probes_failed, indirect_probes;
-    uint64_t refutes;              /**< times we raised our incarnation to refute */
+    uint64_t refutes; /**< times we raised our incarnation to refute */
     uint64_t syncs_in, syncs_out, syncs_failed;
-    uint64_t events_dropped;       /**< events lost because nobody drained the queue */
+    uint64_t events_dropped; /**< events lost because nobody drained the queue */
 };
 
 struct rd_swim;
@@ -155,5 +155,14 @@ const struct rd_member *rd_swim_conflict(const struct rd_swim *s);
 uint32_t rd_swim_health(const struct rd_swim *s);
 /** Counters. */
 const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s);
+
+/**
+ * Verifies the core's invariants against its member table: the dissemination queue's
+ * links and pending count, the name index, the counts per status, the live count and the
+ * checksum. Returns 0, or -1 with *why saying what is wrong. O(N). Builds with
+ * RD_SWIM_CHECKS (Debug, sanitizers) run it after every rd_swim_recv, rd_swim_tick and
+ * rd_swim_sync_recv, and abort on a violation.
+ */
+int rd_swim_check(const struct rd_swim *s, const char **why);
 
 #endif

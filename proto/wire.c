@@ -473,6 +473,24 @@ static int decode_member(const char **pos, const char *end, struct rd_member *m,
     return 0;
 }
 
+/*
+ * A list header of at most `max` elements. More than that is RD_E2BIG (well formed, but
+ * more than this receiver takes, which the caller may want to tell apart); any other fault
+ * is RD_EPROTO.
+ */
+static int read_list(const char **pos, const char *end, size_t max, size_t *n, struct fail *f,
+                     const char *too_many, const char *bad)
+{
+    int rc = read_array(pos, end, max, n);
+    if (rc == R_BIG) {
+        f->err = RD_E2BIG;
+        f->why = too_many;
+        return -1;
+    }
+    if (rc != R_OK) return reject(f, rc, bad);
+    return 0;
+}
+
 static int decode_packet(const char *buf, size_t len, struct rd_packet *p,
                          struct rd_member *members, size_t members_cap, struct fail *f)
 {
@@ -490,25 +508,13 @@ static int decode_packet(const char *buf, size_t len, struct rd_packet *p,
 
     if (read_name(&pos, end, p->from, false, f, "bad from") < 0) return -1;
 
-    rc = read_array(&pos, end, RD_PACKET_MAX_MSGS, &n);
-    if (rc == R_BIG) {
-        f->err = RD_E2BIG;
-        f->why = "too many msgs";
-        return -1;
-    }
-    if (rc != R_OK) return reject(f, rc, "bad msgs");
+    if (read_list(&pos, end, RD_PACKET_MAX_MSGS, &n, f, "too many msgs", "bad msgs") < 0) return -1;
     for (size_t i = 0; i < n; i++) {
         if (decode_msg(&pos, end, &p->msgs[i], f) < 0) return -1;
         p->nmsgs = i + 1;
     }
 
-    rc = read_array(&pos, end, members_cap, &n);
-    if (rc == R_BIG) {
-        f->err = RD_E2BIG;
-        f->why = "too many members";
-        return -1;
-    }
-    if (rc != R_OK) return reject(f, rc, "bad members");
+    if (read_list(&pos, end, members_cap, &n, f, "too many members", "bad members") < 0) return -1;
     for (size_t i = 0; i < n; i++)
         if (decode_member(&pos, end, &members[i], f) < 0) return -1;
     p->members = members;

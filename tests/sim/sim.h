@@ -74,7 +74,7 @@ const char *sim_name(const struct sim *sim, size_t i);
 
 /** Status of member `about` as member `viewer` sees it; -1 if unknown to it. */
 int sim_view(struct sim *sim, size_t viewer, size_t about);
-/** True if every up member sees every member in `expect` (per status, -1 = absent/any). */
+/** True if every up member other than `about` sees `about` as `status` (-1: does not know it). */
 bool sim_all_see(struct sim *sim, size_t about, int status);
 /** True if every up member has the same membership checksum and sees `alive` members alive. */
 bool sim_converged(struct sim *sim, size_t alive);

@@ -49,11 +49,22 @@ static bool all_see(struct sim *sim, void *arg)
     return sim_all_see(sim, s->about, s->status);
 }
 
+/* Every running core passes its full invariant check (in any build type). */
+static void assert_consistent(struct sim *sim)
+{
+    for (size_t i = 0; i < sim_size(sim); i++) {
+        const char *why = NULL;
+        if (sim_state(sim, i) == SIM_UP && rd_swim_check(sim_swim(sim, i), &why) != 0)
+            fail_msg("member %zu: %s", i, why);
+    }
+}
+
 static uint64_t converge(struct sim *sim, size_t alive, uint64_t max_ms)
 {
     uint64_t t = sim_run_until_pred(sim, all_alive, &alive, 50, max_ms);
     printf("# %zu members agree after %llu ms\n", alive, (unsigned long long)t);
     assert_true(t != UINT64_MAX);
+    assert_consistent(sim);
     return t;
 }
 
@@ -184,13 +195,12 @@ static void feed_sync(struct rd_swim *s, struct rd_member *batch, unsigned count
 
 /* n1 pings the core, carrying `news`; returns the ACK's piggybacked records. */
 static const struct rd_member *ping_from_n1(struct rd_swim *s, uint32_t seq,
-                                            const struct rd_member *news, size_t nnews,
-                                            size_t *n)
+                                            const struct rd_member *news, size_t nnews, size_t *n)
 {
     struct rd_packet ping = {.nmsgs = 1, .nmembers = nnews, .members = news};
     snprintf(ping.from, sizeof ping.from, "n1");
-    ping.msgs[0] = (struct rd_msg){.type = RD_MSG_PING, .seq = seq,
-                                   .checksum = rd_swim_checksum(s)};
+    ping.msgs[0] =
+        (struct rd_msg){.type = RD_MSG_PING, .seq = seq, .checksum = rd_swim_checksum(s)};
     snprintf(ping.msgs[0].target, sizeof ping.msgs[0].target, "self");
     struct rd_member n1 = fake_member(1, 2, RD_ALIVE);
     rd_swim_recv(s, 0, &n1.addr, &ping);
@@ -245,16 +255,14 @@ static void test_fresh_news_overtakes_a_backlog_and_each_record_goes_out_its_quo
                 sends[atoi(got[k].name + 1)]++;
         }
         assert_true(carried);
-        if (n == 0)
-            break;
+        if (n == 0) break;
         got = ping_from_n1(s, seq++, NULL, 0, &n);
         assert_true(seq < 10000); /* the queue drains */
     }
     /* every record went out exactly as often as queued: no more (the rate stays put), no
      * less (news is not lost) */
     for (unsigned k = 1; k <= N; k++)
-        if (k != 7)
-            assert_int_equal(sends[k], quota);
+        if (k != 7) assert_int_equal(sends[k], quota);
     assert_int_equal(suspect_sends, quota);
     assert_int_equal(self_sends, cfg.retransmit_mult); /* queued alone at N = 1 */
     rd_swim_delete(s);
@@ -349,7 +357,7 @@ static void test_frozen_member_is_declared_dead_then_refutes_after_thaw(void **s
 {
     struct sim *sim = cluster(10, 53);
     converge(sim, 10, 5000);
-    /* suspicion timeout at N=10 is 4 s to 24 s (Lifeguard); freeze for 2x the longest */
+    /* suspicion timeout at N=10 is 2 s to 24 s (Lifeguard); freeze for 2x the longest */
     sim_freeze(sim, 6, true);
     struct seen dead = {6, RD_DEAD};
     uint64_t t = sim_run_until_pred(sim, all_see, &dead, 100, 48000);
@@ -422,8 +430,7 @@ static uint64_t churn_except(struct sim *sim, size_t except)
 {
     uint64_t n = 0;
     for (size_t i = 0; i < sim_size(sim); i++)
-        if (i != except)
-            n += sim_events_seen(sim, i);
+        if (i != except) n += sim_events_seen(sim, i);
     return n;
 }
 

@@ -1,0 +1,81 @@
+/*
+ * suspicion.c — suspicion timeouts, accusers and local health (see suspicion.h).
+ *
+ * Shape: free functions over two small records. The floating point expressions are
+ * memberlist's and are written in a fixed order, since a timeout that differed in the last
+ * bit between builds would make the simulator's runs differ.
+ */
+#include "suspicion.h"
+
+#include <math.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+uint64_t rd_suspicion_timeout(const struct rd_suspicion_config *cfg, size_t n_live,
+                              uint32_t confirmations)
+{
+    double n = (double)n_live;
+    double scale = n > 10.0 ? log10(n) : 1.0;
+    double min = cfg->suspicion_mult * scale * cfg->probe_interval_ms;
+    double max = cfg->suspicion_max_mult * min;
+    /* Lifeguard: expect k independent confirmations, if enough members can give them */
+    double k = (double)cfg->suspicion_confirmations;
+    if (n - 2.0 < k) k = 0.0;
+    if (k < 1.0) return (uint64_t)min;
+    double t = max - log(confirmations + 1.0) / log(k + 1.0) * (max - min);
+    return (uint64_t)(t < min ? min : t);
+}
+
+/* Records `accuser`; true if it is a new one and there was room for it. */
+static bool add_accuser(struct rd_suspicion *sp, const char *accuser)
+{
+    if (!accuser[0]) return false;
+    uint64_t h = XXH3_64bits(accuser, strlen(accuser));
+    for (uint32_t k = 0; k < sp->naccusers; k++)
+        if (sp->accusers[k] == h) return false;
+    if (sp->naccusers == RD_SUSPICION_ACCUSERS_MAX) return false;
+    sp->accusers[sp->naccusers++] = h;
+    return true;
+}
+
+void rd_suspicion_start(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n,
+                        const char *accuser, uint64_t now_ms)
+{
+    sp->naccusers = 0;
+    add_accuser(sp, accuser);
+    sp->start_ms = now_ms;
+    sp->deadline_ms = now_ms + rd_suspicion_timeout(cfg, n, 0);
+}
+
+bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n,
+                          const char *accuser)
+{
+    if (!add_accuser(sp, accuser)) return false;
+    sp->deadline_ms = sp->start_ms + rd_suspicion_timeout(cfg, n, sp->naccusers - 1);
+    return true;
+}
+
+void rd_health_probe_failed(struct rd_health *h, uint32_t nacks_expected, uint32_t nacks,
+                            uint32_t ceiling)
+{
+    /* missing nacks mean our own network or process is the problem */
+    uint32_t delta = nacks_expected ? nacks_expected - nacks : 1;
+    h->score = h->score + delta > ceiling ? ceiling : h->score + delta;
+}
+
+void rd_health_probe_acked(struct rd_health *h)
+{
+    if (h->score > 0) h->score--;
+}
+
+void rd_health_refuted(struct rd_health *h, uint32_t ceiling)
+{
+    if (h->score < ceiling) h->score++;
+}
+
+uint64_t rd_health_scale(const struct rd_health *h, uint32_t ms)
+{
+    return (uint64_t)ms * (h->score + 1);
+}
