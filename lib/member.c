@@ -12,15 +12,14 @@
 
 static bool name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-' || c == ':' || c == '@';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == ':' || c == '@';
 }
 
 static bool in_alphabet(const char *s, size_t len, bool slash)
 {
     for (size_t i = 0; i < len; i++)
-        if (!name_char(s[i]) && !(slash && s[i] == '/'))
-            return false;
+        if (!name_char(s[i]) && !(slash && s[i] == '/')) return false;
     return true;
 }
 
@@ -36,21 +35,18 @@ bool rd_zone_valid(const char *s, size_t len)
 
 bool rd_tags_valid(const char *s, size_t len)
 {
-    if (len > RD_TAGS_MAX)
-        return false;
+    if (len > RD_TAGS_MAX) return false;
     size_t i = 0;
     while (i < len) {
         /* one item: key=value, both non-empty */
         size_t k = i;
         while (i < len && s[i] != '=' && s[i] != ',')
             i++;
-        if (i == k || i == len || s[i] != '=' || !in_alphabet(s + k, i - k, true))
-            return false;
+        if (i == k || i == len || s[i] != '=' || !in_alphabet(s + k, i - k, true)) return false;
         size_t v = ++i;
         while (i < len && s[i] != ',')
             i++;
-        if (i == v || !in_alphabet(s + v, i - v, true))
-            return false;
+        if (i == v || !in_alphabet(s + v, i - v, true)) return false;
         if (i < len && ++i == len) /* trailing comma */
             return false;
     }
@@ -71,18 +67,21 @@ bool rd_member_valid(const struct rd_member *m)
 const char *rd_status_name(int status)
 {
     switch (status) {
-    case RD_ALIVE: return "alive";
-    case RD_SUSPECT: return "suspect";
-    case RD_DEAD: return "dead";
-    case RD_LEFT: return "left";
+    case RD_ALIVE:
+        return "alive";
+    case RD_SUSPECT:
+        return "suspect";
+    case RD_DEAD:
+        return "dead";
+    case RD_LEFT:
+        return "left";
     }
     return "?";
 }
 
 bool rd_addr_equal(const struct rd_addr *a, const struct rd_addr *b)
 {
-    if (a->family != b->family || a->port != b->port)
-        return false;
+    if (a->family != b->family || a->port != b->port) return false;
     size_t n = a->family == 6 ? 16 : a->family == 4 ? 4 : 0;
     return memcmp(a->ip, b->ip, n) == 0;
 }
@@ -119,8 +118,7 @@ static void format_ip6(const uint8_t ip[16], char *out, size_t len)
 
 char *rd_addr_format(const struct rd_addr *a, char *buf, size_t len)
 {
-    if (len == 0)
-        return buf;
+    if (len == 0) return buf;
     if (a->family == 4) {
         snprintf(buf, len, "%u.%u.%u.%u:%u", a->ip[0], a->ip[1], a->ip[2], a->ip[3], a->port);
     } else if (a->family == 6) {

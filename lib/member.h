@@ -27,9 +27,9 @@
 
 /** A network address as bytes, so the core can hold one without knowing about sockets. */
 struct rd_addr {
-    uint8_t family;  /**< 4, 6, or 0 for "no address" */
-    uint16_t port;   /**< host byte order */
-    uint8_t ip[16];  /**< IPv4 in the first 4 bytes, IPv6 in all 16 */
+    uint8_t family; /**< 4, 6, or 0 for "no address" */
+    uint16_t port;  /**< host byte order */
+    uint8_t ip[16]; /**< IPv4 in the first 4 bytes, IPv6 in all 16 */
 };
 
 /** Member status. At equal incarnation a later status wins: alive < suspect < dead < left. */
@@ -44,9 +44,9 @@ enum rd_status {
 struct rd_member {
     char name[RD_NAME_MAX + 1];
     struct rd_addr addr;
-    uint64_t incarnation;  /**< raised only by the member itself; starts from its start time */
-    uint8_t status;        /**< enum rd_status */
-    uint32_t weight;       /**< fixed point, RD_WEIGHT_ONE = 1.0; 1..RD_WEIGHT_MAX */
+    uint64_t incarnation; /**< raised only by the member itself; starts from its start time */
+    uint8_t status;       /**< enum rd_status */
+    uint32_t weight;      /**< fixed point, RD_WEIGHT_ONE = 1.0; 1..RD_WEIGHT_MAX */
     char zone[RD_ZONE_MAX + 1];
     char tags[RD_TAGS_MAX + 1];
     /** For a suspect record: the member that suspected it (empty otherwise). Counting

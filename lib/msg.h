@@ -25,11 +25,12 @@
 #define RD_MAX_MEMBERS 16384
 
 enum rd_msg_type {
-    RD_MSG_PING = 1,      /**< direct probe of `target`; answer with ACK(seq) */
-    RD_MSG_ACK = 2,       /**< answer to PING(seq), or relayed answer to PING_REQ(seq) */
-    RD_MSG_PING_REQ = 3,  /**< please probe `target` at `target_addr` for me, answer ACK/NACK(seq) */
-    RD_MSG_NACK = 4,      /**< I relayed PING_REQ(seq) but the target did not answer in time */
-    RD_MSG_SYNC = 5,      /**< full state follows in `members`; answer with ours if flags & RD_SYNC_REPLY */
+    RD_MSG_PING = 1,     /**< direct probe of `target`; answer with ACK(seq) */
+    RD_MSG_ACK = 2,      /**< answer to PING(seq), or relayed answer to PING_REQ(seq) */
+    RD_MSG_PING_REQ = 3, /**< please probe `target` at `target_addr` for me, answer ACK/NACK(seq) */
+    RD_MSG_NACK = 4,     /**< I relayed PING_REQ(seq) but the target did not answer in time */
+    RD_MSG_SYNC =
+        5, /**< full state follows in `members`; answer with ours if flags & RD_SYNC_REPLY */
 };
 
 /** SYNC flag: the receiver should answer with its own full state. */
@@ -50,12 +51,12 @@ enum rd_msg_type {
 
 /** One control message. Fields unused by a type are zero. */
 struct rd_msg {
-    uint8_t type;                   /**< enum rd_msg_type */
-    uint8_t flags;                  /**< RD_SYNC_* for SYNC */
-    uint32_t seq;                   /**< probe sequence number (PING, ACK, PING_REQ, NACK) */
-    uint64_t checksum;              /**< sender's membership checksum (PING, ACK, SYNC) */
-    char target[RD_NAME_MAX + 1];   /**< PING, PING_REQ: the member being probed */
-    struct rd_addr target_addr;     /**< PING_REQ: where to probe it */
+    uint8_t type;                 /**< enum rd_msg_type */
+    uint8_t flags;                /**< RD_SYNC_* for SYNC */
+    uint32_t seq;                 /**< probe sequence number (PING, ACK, PING_REQ, NACK) */
+    uint64_t checksum;            /**< sender's membership checksum (PING, ACK, SYNC) */
+    char target[RD_NAME_MAX + 1]; /**< PING, PING_REQ: the member being probed */
+    struct rd_addr target_addr;   /**< PING_REQ: where to probe it */
 };
 
 /**
@@ -64,7 +65,7 @@ struct rd_msg {
  * owner's next call.
  */
 struct rd_packet {
-    char from[RD_NAME_MAX + 1];     /**< sender's member name */
+    char from[RD_NAME_MAX + 1]; /**< sender's member name */
     size_t nmsgs;
     struct rd_msg msgs[RD_PACKET_MAX_MSGS];
     size_t nmembers;

@@ -17,7 +17,7 @@
 #include "wire.h"
 
 #define BACKLOG_MAX 256 /* packets queued for a frozen member, as a socket buffer would */
-#define SIM_PORT0 20000
+#define SIM_PORT0   20000
 
 struct delivery {
     uint64_t time, order;
@@ -48,8 +48,8 @@ struct sim {
     struct rd_swim_config cfg;
     size_t n;
     struct simm *m;
-    double *loss;     /* n*n, from*n+to */
-    bool *cut;        /* n*n */
+    double *loss; /* n*n, from*n+to */
+    bool *cut;    /* n*n */
     uint32_t delay_ms, jitter_ms;
     struct delivery *heap;
     size_t heap_len, heap_cap;
@@ -58,10 +58,10 @@ struct sim {
     uint64_t false_deaths, packets_sent;
     uint64_t *false_deaths_about; /* n: false "dead" events about member i (measurement only) */
     uint64_t bytes_sent, syncs, sync_bytes; /* measurement only: never read by the sim */
-    char *buf;        /* encode buffer, big enough for a full sync */
+    char *buf;                              /* encode buffer, big enough for a full sync */
     size_t buf_cap;
     struct rd_member *decoded;
-    size_t *drain;    /* members whose queues need draining */
+    size_t *drain; /* members whose queues need draining */
     size_t ndrain;
 };
 
@@ -77,8 +77,7 @@ static void heap_push(struct sim *sim, struct delivery d)
     if (sim->heap_len == sim->heap_cap) {
         sim->heap_cap = sim->heap_cap ? sim->heap_cap * 2 : 1024;
         sim->heap = realloc(sim->heap, sim->heap_cap * sizeof *sim->heap);
-        if (!sim->heap)
-            abort();
+        if (!sim->heap) abort();
     }
     d.order = sim->order++;
     size_t i = sim->heap_len++;
@@ -96,17 +95,13 @@ static struct delivery heap_pop(struct sim *sim)
     size_t i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= sim->heap_len)
-            break;
-        if (c + 1 < sim->heap_len && before(&sim->heap[c + 1], &sim->heap[c]))
-            c++;
-        if (!before(&sim->heap[c], &last))
-            break;
+        if (c >= sim->heap_len) break;
+        if (c + 1 < sim->heap_len && before(&sim->heap[c + 1], &sim->heap[c])) c++;
+        if (!before(&sim->heap[c], &last)) break;
         sim->heap[i] = sim->heap[c];
         i = c;
     }
-    if (sim->heap_len)
-        sim->heap[i] = last;
+    if (sim->heap_len) sim->heap[i] = last;
     return top;
 }
 
@@ -121,8 +116,7 @@ static int member_of_addr(const struct sim *sim, const struct rd_addr *a)
 
 static int member_of_name(const struct sim *sim, const char *name)
 {
-    if (name[0] != 'm')
-        return -1;
+    if (name[0] != 'm') return -1;
     char *end;
     unsigned long i = strtoul(name + 1, &end, 10);
     return *end == '\0' && i < sim->n ? (int)i : -1;
@@ -131,24 +125,20 @@ static int member_of_name(const struct sim *sim, const char *name)
 static void mark_drain(struct sim *sim, size_t i)
 {
     for (size_t k = 0; k < sim->ndrain; k++)
-        if (sim->drain[k] == i)
-            return;
+        if (sim->drain[k] == i) return;
     sim->drain[sim->ndrain++] = i;
 }
 
 static void schedule_tick(struct sim *sim, size_t i)
 {
     struct simm *m = &sim->m[i];
-    if (m->state != SIM_UP || !m->swim)
-        return;
+    if (m->state != SIM_UP || !m->swim) return;
     uint64_t t = rd_swim_next_tick(m->swim);
-    if (t < sim->now)
-        t = sim->now;
-    if (t == m->tick_at)
-        return;
+    if (t < sim->now) t = sim->now;
+    if (t == m->tick_at) return;
     m->tick_at = t;
-    heap_push(sim, (struct delivery){.time = t, .to = (uint32_t)i, .is_tick = true,
-                                     .tick_gen = ++m->tick_gen});
+    heap_push(sim, (struct delivery){
+                       .time = t, .to = (uint32_t)i, .is_tick = true, .tick_gen = ++m->tick_gen});
 }
 
 static bool link_up(const struct sim *sim, size_t a, size_t b)
@@ -168,7 +158,8 @@ static size_t roundtrip(struct sim *sim, const struct rd_packet *pkt, struct rd_
     const char *reason = NULL;
     rc = rd_wire_decode(sim->buf, len, out, sim->decoded, RD_MAX_MEMBERS, &reason);
     if (rc < 0) {
-        fprintf(stderr, "sim: decode failed: %s, seed %llu\n", reason, (unsigned long long)sim->seed);
+        fprintf(stderr, "sim: decode failed: %s, seed %llu\n", reason,
+                (unsigned long long)sim->seed);
         abort();
     }
     return len;
@@ -200,8 +191,7 @@ static void do_sync(struct sim *sim, size_t i, const struct rd_addr *to)
 static void count_event(struct sim *sim, size_t viewer, const struct rd_swim_event *ev)
 {
     int about = member_of_name(sim, ev->member.name);
-    if (about < 0 || ev->member.status > RD_LEFT)
-        return;
+    if (about < 0 || ev->member.status > RD_LEFT) return;
     sim->events[(size_t)about * 4 + ev->member.status]++;
     sim->seen[viewer]++;
     const struct simm *m = &sim->m[about];
@@ -209,18 +199,19 @@ static void count_event(struct sim *sim, size_t viewer, const struct rd_swim_eve
         sim->false_deaths++;
         sim->false_deaths_about[about]++;
         if (getenv("RINGD_SIM_DEBUG"))
-            fprintf(stderr, "sim %llu: %s declares %s dead at incarnation %llu (its own: %llu, accuser %s)\n",
-                    (unsigned long long)sim->now, sim->m[viewer].name, ev->member.name,
-                    (unsigned long long)ev->member.incarnation,
-                    (unsigned long long)rd_swim_self(m->swim)->incarnation, ev->member.accuser);
+            fprintf(
+                stderr,
+                "sim %llu: %s declares %s dead at incarnation %llu (its own: %llu, accuser %s)\n",
+                (unsigned long long)sim->now, sim->m[viewer].name, ev->member.name,
+                (unsigned long long)ev->member.incarnation,
+                (unsigned long long)rd_swim_self(m->swim)->incarnation, ev->member.accuser);
     }
 }
 
 static void drain_one(struct sim *sim, size_t i)
 {
     struct simm *m = &sim->m[i];
-    if (!m->swim || m->state == SIM_DOWN)
-        return;
+    if (!m->swim || m->state == SIM_DOWN) return;
     struct rd_addr to;
     struct rd_packet pkt;
     while (rd_swim_poll_send(m->swim, sim->now, &to, &pkt)) {
@@ -233,20 +224,19 @@ static void drain_one(struct sim *sim, size_t i)
         sim->packets_sent++;
         sim->bytes_sent += len;
         int j = member_of_addr(sim, &to);
-        if (j < 0 || !link_up(sim, i, (size_t)j))
-            continue;
+        if (j < 0 || !link_up(sim, i, (size_t)j)) continue;
         double loss = sim->loss[i * sim->n + (size_t)j];
         if (loss > 0 && (double)(rd_rand_next(&sim->rng) >> 11) / 9007199254740992.0 < loss)
             continue;
         uint64_t delay = sim->delay_ms;
-        if (sim->jitter_ms)
-            delay += rd_rand_below(&sim->rng, sim->jitter_ms + 1);
+        if (sim->jitter_ms) delay += rd_rand_below(&sim->rng, sim->jitter_ms + 1);
         char *data = malloc(len);
-        if (!data)
-            abort();
+        if (!data) abort();
         memcpy(data, sim->buf, len);
-        heap_push(sim, (struct delivery){.time = sim->now + delay, .to = (uint32_t)j,
-                                         .from = (uint32_t)i, .len = (uint16_t)len,
+        heap_push(sim, (struct delivery){.time = sim->now + delay,
+                                         .to = (uint32_t)j,
+                                         .from = (uint32_t)i,
+                                         .len = (uint16_t)len,
                                          .data = data});
     }
     while (rd_swim_poll_sync(m->swim, &to))
@@ -291,8 +281,7 @@ static void deliver(struct sim *sim, struct delivery *d)
 struct sim *sim_new(size_t n, uint64_t seed, const struct rd_swim_config *cfg)
 {
     struct sim *sim = calloc(1, sizeof *sim);
-    if (!sim)
-        abort();
+    if (!sim) abort();
     sim->n = n;
     sim->seed = seed;
     sim->now = 1000000;
@@ -303,33 +292,30 @@ struct sim *sim_new(size_t n, uint64_t seed, const struct rd_swim_config *cfg)
     sim->cut = calloc(n * n, sizeof *sim->cut);
     sim->events = calloc(n * 4, sizeof *sim->events);
     sim->seen = calloc(n, sizeof *sim->seen);
-    if (!sim->seen)
-        abort();
+    if (!sim->seen) abort();
     sim->false_deaths_about = calloc(n, sizeof *sim->false_deaths_about);
     sim->drain = calloc(n + 1, sizeof *sim->drain);
     sim->buf_cap = RD_WIRE_FRAME_MAX;
     sim->buf = malloc(sim->buf_cap);
     sim->decoded = malloc(RD_MAX_MEMBERS * sizeof *sim->decoded);
-    if (!sim->m || !sim->loss || !sim->cut || !sim->events || !sim->false_deaths_about || !sim->drain || !sim->buf ||
-        !sim->decoded)
+    if (!sim->m || !sim->loss || !sim->cut || !sim->events || !sim->false_deaths_about ||
+        !sim->drain || !sim->buf || !sim->decoded)
         abort();
     for (size_t i = 0; i < n; i++) {
         struct simm *m = &sim->m[i];
         snprintf(m->name, sizeof m->name, "m%zu", i);
-        m->addr = (struct rd_addr){.family = 4, .port = (uint16_t)(SIM_PORT0 + i),
-                                   .ip = {127, 0, 0, 1}};
+        m->addr =
+            (struct rd_addr){.family = 4, .port = (uint16_t)(SIM_PORT0 + i), .ip = {127, 0, 0, 1}};
         m->state = SIM_DOWN;
         m->backlog = malloc(BACKLOG_MAX * sizeof *m->backlog);
-        if (!m->backlog)
-            abort();
+        if (!m->backlog) abort();
     }
     return sim;
 }
 
 void sim_delete(struct sim *sim)
 {
-    if (!sim)
-        return;
+    if (!sim) return;
     for (size_t i = 0; i < sim->n; i++) {
         rd_swim_delete(sim->m[i].swim);
         for (size_t k = 0; k < sim->m[i].nbacklog; k++)
@@ -376,13 +362,11 @@ void sim_start_as(struct sim *sim, size_t i, size_t seed_member, size_t as)
     self.incarnation = sim->now;
     uint64_t seed = sim->seed ^ (0x9E3779B97F4A7C15ull * (i + 1)) ^ ((uint64_t)++m->lives << 48);
     m->swim = rd_swim_new(&sim->cfg, &self, seed, sim->now);
-    if (!m->swim)
-        abort();
+    if (!m->swim) abort();
     m->state = SIM_UP;
     m->leaving = false;
     m->tick_at = 0;
-    if (seed_member != i)
-        rd_swim_join(m->swim, sim->now, &sim->m[seed_member].addr, 1);
+    if (seed_member != i) rd_swim_join(m->swim, sim->now, &sim->m[seed_member].addr, 1);
     mark_drain(sim, i);
     drain_all(sim);
 }
@@ -391,10 +375,8 @@ void sim_start_all(struct sim *sim, size_t seed_member, uint64_t spread_ms)
 {
     sim_start(sim, seed_member, seed_member);
     for (size_t i = 0; i < sim->n; i++) {
-        if (i == seed_member)
-            continue;
-        if (spread_ms)
-            sim_run(sim, spread_ms);
+        if (i == seed_member) continue;
+        if (spread_ms) sim_run(sim, spread_ms);
         sim_start(sim, i, seed_member);
     }
 }
@@ -407,11 +389,9 @@ void sim_crash(struct sim *sim, size_t i)
 void sim_freeze(struct sim *sim, size_t i, bool frozen)
 {
     struct simm *m = &sim->m[i];
-    if (m->state == SIM_DOWN)
-        return;
+    if (m->state == SIM_DOWN) return;
     m->state = frozen ? SIM_FROZEN : SIM_UP;
-    if (frozen)
-        return;
+    if (frozen) return;
     /* thawed: the socket buffer is read first, then the overdue timers run */
     size_t n = m->nbacklog;
     m->nbacklog = 0;
@@ -425,8 +405,7 @@ void sim_freeze(struct sim *sim, size_t i, bool frozen)
 void sim_leave(struct sim *sim, size_t i)
 {
     struct simm *m = &sim->m[i];
-    if (m->state != SIM_UP)
-        return;
+    if (m->state != SIM_UP) return;
     rd_swim_leave(m->swim, sim->now);
     m->leaving = true;
     m->leave_deadline = sim->now + 5000;
@@ -438,8 +417,7 @@ static void set_pairs(struct sim *sim, size_t a, size_t b, double loss, int cut)
 {
     for (size_t x = 0; x < sim->n; x++)
         for (size_t y = 0; y < sim->n; y++) {
-            if ((a != SIZE_MAX && x != a) || (b != SIZE_MAX && y != b) || x == y)
-                continue;
+            if ((a != SIZE_MAX && x != a) || (b != SIZE_MAX && y != b) || x == y) continue;
             if (cut < 0)
                 sim->loss[x * sim->n + y] = loss;
             else
@@ -461,8 +439,7 @@ void sim_partition(struct sim *sim, size_t k, bool on)
 {
     for (size_t x = 0; x < sim->n; x++)
         for (size_t y = 0; y < sim->n; y++)
-            if ((x < k) != (y < k))
-                sim->cut[x * sim->n + y] = on;
+            if ((x < k) != (y < k)) sim->cut[x * sim->n + y] = on;
 }
 
 void sim_set_delay(struct sim *sim, uint32_t delay_ms, uint32_t jitter_ms)
@@ -475,12 +452,10 @@ void sim_run_until(struct sim *sim, uint64_t t)
 {
     while (sim->heap_len > 0 && sim->heap[0].time <= t) {
         struct delivery d = heap_pop(sim);
-        if (d.time > sim->now)
-            sim->now = d.time;
+        if (d.time > sim->now) sim->now = d.time;
         if (d.is_tick) {
             struct simm *m = &sim->m[d.to];
-            if (d.tick_gen != m->tick_gen || m->state != SIM_UP)
-                continue;
+            if (d.tick_gen != m->tick_gen || m->state != SIM_UP) continue;
             m->tick_at = 0;
             rd_swim_tick(m->swim, sim->now);
             mark_drain(sim, d.to);
@@ -489,8 +464,7 @@ void sim_run_until(struct sim *sim, uint64_t t)
         }
         drain_all(sim);
     }
-    if (t > sim->now)
-        sim->now = t;
+    if (t > sim->now) sim->now = t;
 }
 
 void sim_run(struct sim *sim, uint64_t ms)
@@ -503,8 +477,7 @@ uint64_t sim_run_until_pred(struct sim *sim, bool (*pred)(struct sim *, void *),
 {
     uint64_t start = sim->now;
     while (!pred(sim, arg)) {
-        if (sim->now - start >= max_ms)
-            return UINT64_MAX;
+        if (sim->now - start >= max_ms) return UINT64_MAX;
         sim_run(sim, step_ms);
     }
     return sim->now - start;
@@ -533,8 +506,7 @@ const char *sim_name(const struct sim *sim, size_t i)
 int sim_view(struct sim *sim, size_t viewer, size_t about)
 {
     struct rd_swim *s = sim->m[viewer].swim;
-    if (!s)
-        return -1;
+    if (!s) return -1;
     const struct rd_member *m = rd_swim_find(s, sim->m[about].name);
     return m ? m->status : -1;
 }
@@ -552,15 +524,12 @@ bool sim_converged(struct sim *sim, size_t alive)
     bool first = true;
     uint64_t sum = 0;
     for (size_t i = 0; i < sim->n; i++) {
-        if (sim->m[i].state != SIM_UP || sim->m[i].leaving)
-            continue;
+        if (sim->m[i].state != SIM_UP || sim->m[i].leaving) continue;
         size_t counts[4];
         rd_swim_counts(sim->m[i].swim, counts);
-        if (counts[RD_ALIVE] != alive)
-            return false;
+        if (counts[RD_ALIVE] != alive) return false;
         uint64_t c = rd_swim_checksum(sim->m[i].swim);
-        if (!first && c != sum)
-            return false;
+        if (!first && c != sum) return false;
         sum = c;
         first = false;
     }
