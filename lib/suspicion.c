@@ -60,9 +60,11 @@ bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_con
 void rd_health_probe_failed(struct rd_health *h, uint32_t nacks_expected, uint32_t nacks,
                             uint32_t ceiling)
 {
-    /* missing nacks mean our own network or process is the problem */
-    uint32_t delta = nacks_expected ? nacks_expected - nacks : 1;
-    h->score = h->score + delta > ceiling ? ceiling : h->score + delta;
+    /* missing nacks mean our own network or process is the problem; surplus nacks
+     * (duplicated or forged) mean nothing */
+    uint32_t delta = nacks_expected == 0 ? 1 : nacks < nacks_expected ? nacks_expected - nacks : 0;
+    uint32_t room = h->score < ceiling ? ceiling - h->score : 0;
+    h->score = delta >= room ? ceiling : h->score + delta;
 }
 
 void rd_health_probe_acked(struct rd_health *h)

@@ -206,10 +206,17 @@ static void test_health_table(void **state)
         {FAILED, 3, 3, 0}, /* every helper nacked: the target's fault, not ours */
         {FAILED, 3, 1, 2}, /* two helpers silent: our network is suspect */
         {FAILED, 0, 0, 3}, /* no helpers asked: counts one */
-        {ACKED, 0, 0, 2},   {REFUTED, 0, 0, 3},
-        {FAILED, 3, 0, 6},  {FAILED, 3, 0, 8}, /* the ceiling */
-        {REFUTED, 0, 0, 8}, {FAILED, 0, 0, 8},
-        {ACKED, 0, 0, 7},   {ACKED, 0, 0, 6},
+        {ACKED, 0, 0, 2},
+        {REFUTED, 0, 0, 3},
+        {FAILED, 3, 0, 6},
+        {FAILED, 3, 0, 8}, /* the ceiling */
+        {REFUTED, 0, 0, 8},
+        {FAILED, 0, 0, 8},
+        {ACKED, 0, 0, 7},
+        {ACKED, 0, 0, 6},
+        /* more nacks than helpers asked (duplicated or forged): nothing missing, no
+         * penalty, and no wrap-around */
+        {FAILED, 3, 5, 6},
     };
     struct rd_health h = {0};
     for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
