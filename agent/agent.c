@@ -17,7 +17,6 @@
  */
 #include "agent.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -42,8 +41,6 @@
 #define RD_REBUILD_BURST 3
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
 #define RD_TRIM_QUIET_MS 5000
-/** Datagrams handled per wake-up before the loop looks at other work. */
-#define RD_UDP_BATCH 32
 
 struct rd_agent {
     struct rd_agent_config cfg;
@@ -107,6 +104,11 @@ static void publish_ring(struct rd_agent *a, const struct rd_ring_diff *d)
     if (a->query) rd_query_publish(a->query, fields, n);
 }
 
+static bool in_ring(uint8_t status)
+{
+    return status == RD_ALIVE || status == RD_SUSPECT;
+}
+
 static void rebuild_ring(struct rd_agent *a)
 {
     size_t count = rd_swim_member_count(a->swim), n = 0;
@@ -117,7 +119,7 @@ static void rebuild_ring(struct rd_agent *a)
     }
     for (size_t i = 0; i < count; i++) {
         const struct rd_member *m = rd_swim_member(a->swim, i);
-        if (m->status == RD_ALIVE || m->status == RD_SUSPECT)
+        if (in_ring(m->status))
             rm[n++] =
                 (struct rd_ring_member){.name = m->name, .weight = m->weight, .zone = m->zone};
     }
@@ -184,11 +186,6 @@ static void schedule_rebuild(struct rd_agent *a)
 }
 
 /* ---------------------------------------------------------------- events */
-
-static bool in_ring(uint8_t status)
-{
-    return status == RD_ALIVE || status == RD_SUSPECT;
-}
 
 static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
 {
@@ -365,7 +362,7 @@ static const struct rd_ring *host_ring(void *ctx)
     return a->ring;
 }
 
-static struct rd_swim *host_swim(void *ctx)
+static const struct rd_swim *host_swim(void *ctx)
 {
     struct rd_agent *a = ctx;
     return a->swim;

@@ -25,7 +25,7 @@
 #define RD_STR_(x) #x
 #define RD_STR(x)  RD_STR_(x)
 
-/* Longest line of a config file without its '\n', as the reader before inih allowed. */
+/* Longest line of a config file, without its '\n'. */
 #define CONFIG_LINE_BYTES 1022
 
 enum option_kind {
@@ -52,18 +52,21 @@ struct option_def {
 /* The field of `cfg` that option `o` writes, as a T. */
 #define FIELD(T, cfg, o) ((T *)(void *)((char *)(cfg) + (o)->field))
 
+/* Formats the message after the `used` bytes of prefix that snprintf put in err. */
+static void after_prefix(char *err, size_t errlen, int used, const char *fmt, va_list ap)
+{
+    if (used >= 0 && (size_t)used < errlen) vsnprintf(err + used, errlen - (size_t)used, fmt, ap);
+}
+
 /* Fills err with "--NAME: " and the message; returns RD_EINVAL. */
 static int refuse(const struct option_def *o, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int refuse(const struct option_def *o, char *err, size_t errlen, const char *fmt, ...)
 {
-    int n = snprintf(err, errlen, "--%s: ", o->name);
-    if (n >= 0 && (size_t)n < errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    after_prefix(err, errlen, snprintf(err, errlen, "--%s: ", o->name), fmt, ap);
+    va_end(ap);
     return RD_EINVAL;
 }
 
@@ -92,7 +95,6 @@ static int set_name(const struct option_def *o, struct rd_agent_config *cfg, con
 static int set_address(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                        char *err, size_t errlen)
 {
-    if (strlen(val) > RD_HOSTPORT_MAX) return refuse(o, err, errlen, "address too long");
     strcpy(FIELD(char, cfg, o), val);
     return 0;
 }
@@ -367,13 +369,11 @@ static bool source_fail(struct config_source *src, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static bool source_fail(struct config_source *src, const char *fmt, ...)
 {
-    int n = snprintf(src->err, src->errlen, "%s:%d: ", src->path, src->lineno);
-    if (n >= 0 && (size_t)n < src->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(src->err + n, src->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    after_prefix(src->err, src->errlen,
+                 snprintf(src->err, src->errlen, "%s:%d: ", src->path, src->lineno), fmt, ap);
+    va_end(ap);
     src->failed = true;
     return false;
 }
@@ -439,7 +439,7 @@ int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char 
     int rc = ini_parse_stream(next_line, &src, on_option, &src);
     if (src.failed) return RD_EINVAL;
     if (src.read_errno) {
-        snprintf(err, errlen, "%s: %s", path, strerror(src.read_errno));
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(src.read_errno));
         return RD_EINVAL;
     }
     if (rc != 0) { /* inih refused line rc: no '=' before an inline comment */

@@ -413,7 +413,7 @@ static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
         reply_wrong_arity(c, "members");
         return;
     }
-    struct rd_swim *s = c->q->host.swim(c->q->host.ctx);
+    const struct rd_swim *s = c->q->host.swim(c->q->host.ctx);
     size_t n = rd_swim_member_count(s);
     conn_rc(c, rd_resp_write_array(&c->pend, n));
     for (size_t i = 0; i < n; i++) {
@@ -444,7 +444,7 @@ static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
 /* The INFO text: the host's view, then the server's own counts. 0 or RD_ENOMEM. */
 static int info_text(struct rd_query *q, struct rd_buf *out)
 {
-    struct rd_swim *s = q->host.swim(q->host.ctx);
+    const struct rd_swim *s = q->host.swim(q->host.ctx);
     const struct rd_ring *ring = q->host.ring(q->host.ctx);
     struct rd_query_status st;
     q->host.status(q->host.ctx, &st);

@@ -41,7 +41,7 @@ struct rd_query_host {
     /** The current ring snapshot (never NULL; may be empty). */
     const struct rd_ring *(*ring)(void *ctx);
     /** The membership core, for MEMBERS and the member counts of INFO. */
-    struct rd_swim *(*swim)(void *ctx);
+    const struct rd_swim *(*swim)(void *ctx);
     /** Fills the numbers INFO shows. */
     void (*status)(void *ctx, struct rd_query_status *out);
     /** JOIN: joins through `hostport`; 0, or an RD_E* code with one line in err. It may

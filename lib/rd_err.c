@@ -16,6 +16,7 @@ const char *rd_strerror(int err)
     case RD_EAGAIN: return "incomplete";
     case RD_EIO: return "system call or socket failed";
     case RD_EREFUSED: return "refused";
+    case RD_ECORRUPT: return "internal state corrupt";
     }
     /* clang-format on */
     return "unknown error";

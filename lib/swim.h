@@ -159,7 +159,7 @@ const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s);
 /**
  * Verifies the core's invariants against its member table: the dissemination queue's
  * links and pending count, the name index, the counts per status, the live count and the
- * checksum. Returns 0, or -1 with *why saying what is wrong. O(N). Builds with
+ * checksum. Returns 0, or RD_ECORRUPT with *why saying what is wrong. O(N). Builds with
  * RD_SWIM_CHECKS (Debug, sanitizers) run it after every rd_swim_recv, rd_swim_tick and
  * rd_swim_sync_recv, and abort on a violation.
  */

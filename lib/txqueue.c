@@ -10,6 +10,8 @@
 
 #include <stdlib.h>
 
+#include "rd_err.h"
+
 #define NONE RD_TXQUEUE_NONE
 
 static const struct rd_txqueue_slot unqueued = {.left = 0, .prev = NONE, .next = NONE};
@@ -33,7 +35,7 @@ int rd_txqueue_grow(struct rd_txqueue *q, size_t cap)
 {
     if (cap <= q->cap) return 0;
     struct rd_txqueue_slot *s = realloc(q->slots, cap * sizeof *s);
-    if (!s) return -1;
+    if (!s) return RD_ENOMEM;
     for (size_t i = q->cap; i < cap; i++)
         s[i] = unqueued;
     q->slots = s;
@@ -151,10 +153,10 @@ uint32_t rd_txqueue_next(const struct rd_txqueue *q, uint32_t slot)
 static int fail(const char **why, const char *reason)
 {
     *why = reason;
-    return -1;
+    return RD_ECORRUPT;
 }
 
-/* Walks one level's list; adds its length to *linked. 0, or -1 with *why. */
+/* Walks one level's list; adds its length to *linked. 0, or RD_ECORRUPT with *why. */
 static int check_level(const struct rd_txqueue *q, uint32_t level, size_t used, size_t *linked,
                        const char **why)
 {
@@ -184,7 +186,7 @@ int rd_txqueue_check_lists(const struct rd_txqueue *q, size_t used, const char *
     if (q->top >= RD_TXQUEUE_LEVELS) return fail(why, "txqueue: top is beyond the last level");
     size_t linked = 0;
     for (uint32_t level = 0; level < RD_TXQUEUE_LEVELS; level++)
-        if (check_level(q, level, used, &linked, why) < 0) return -1;
+        if (check_level(q, level, used, &linked, why) < 0) return RD_ECORRUPT;
     if (q->pending != linked)
         return fail(why, "txqueue: the pending count is not the number of queued slots");
     return 0;
@@ -218,8 +220,8 @@ int rd_txqueue_check_slot(const struct rd_txqueue *q, size_t used, uint32_t slot
 
 int rd_txqueue_check(const struct rd_txqueue *q, size_t used, const char **why)
 {
-    if (rd_txqueue_check_lists(q, used, why) < 0) return -1;
+    if (rd_txqueue_check_lists(q, used, why) < 0) return RD_ECORRUPT;
     for (size_t i = 0; i < q->cap; i++)
-        if (rd_txqueue_check_slot(q, used, (uint32_t)i, why) < 0) return -1;
+        if (rd_txqueue_check_slot(q, used, (uint32_t)i, why) < 0) return RD_ECORRUPT;
     return 0;
 }

@@ -77,8 +77,8 @@ uint32_t rd_txqueue_next(const struct rd_txqueue *q, uint32_t slot);
  * Verifies the structure for slots 0 .. used-1 (slots from `used` on must be unqueued):
  * every level's list is linked both ways and ends at its tail, each slot on it has that
  * many sends left, nothing is above `top`, the pending count is the number of queued
- * slots, and no queued slot is off its list. Returns 0, or -1 with *why saying what is
- * wrong. O(cap + levels). It is the two checks below, which a caller may also spread out.
+ * slots, and no queued slot is off its list. Returns 0, or RD_ECORRUPT with *why saying
+ * what is wrong. O(cap + levels). It is the two checks below, which a caller may also spread out.
  */
 int rd_txqueue_check(const struct rd_txqueue *q, size_t used, const char **why);
 /** The lists, `top` and the pending count: O(queued + levels). */

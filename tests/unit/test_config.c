@@ -408,7 +408,7 @@ static void test_config_file_and_flags_in_order(void **state)
 
     const char *dir[] = {"--config", "/tmp", NULL};
     assert_int_equal(parse(&cfg, dir, err, sizeof err), RD_EINVAL);
-    assert_string_equal(err, "/tmp: Is a directory");
+    assert_string_equal(err, "cannot read /tmp: Is a directory");
 }
 
 /* rd_config_read, the path --config and the fuzz target share: text from memory. */

@@ -51,7 +51,7 @@ static const struct rd_ring *fake_ring(void *ctx)
     return a->ring;
 }
 
-static struct rd_swim *fake_swim(void *ctx)
+static const struct rd_swim *fake_swim(void *ctx)
 {
     struct fake_agent *a = ctx;
     return a->swim;

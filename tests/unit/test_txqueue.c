@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rd_err.h"
 #include "txqueue.h"
 
 #define SLOTS 8
@@ -325,7 +326,7 @@ static void test_check_sees_a_queued_slot_past_the_table(void **state)
     healthy(&q);
     const char *why = NULL;
     assert_int_equal(rd_txqueue_check(&q, 5, &why), 0);
-    assert_int_equal(rd_txqueue_check(&q, 4, &why), -1);
+    assert_int_equal(rd_txqueue_check(&q, 4, &why), RD_ECORRUPT);
     assert_non_null(strstr(why, "beyond the used"));
     rd_txqueue_free(&q);
 }
