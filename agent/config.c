@@ -95,6 +95,7 @@ static int set_name(const struct option_def *o, struct rd_agent_config *cfg, con
 static int set_address(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                        char *err, size_t errlen)
 {
+    if (strlen(val) > RD_HOSTPORT_MAX) return refuse(o, err, errlen, "address too long");
     strcpy(FIELD(char, cfg, o), val);
     return 0;
 }
@@ -110,7 +111,6 @@ static int set_join(const struct option_def *o, struct rd_agent_config *cfg, con
         snprintf(err, errlen, "--%s %s: %s", o->name, val, why);
         return RD_EINVAL;
     }
-    if (strlen(val) > RD_HOSTPORT_MAX) return refuse(o, err, errlen, "address too long");
     strcpy(cfg->joins[cfg->njoins++], val);
     return 0;
 }

@@ -27,10 +27,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check(bool ok)
-{
-    if (!ok) abort();
-}
+/* A broken promise names itself before the abort that libFuzzer reports. */
+#define check(ok)                                                                                  \
+    do {                                                                                           \
+        if (!(ok)) {                                                                               \
+            fprintf(stderr, "fuzz_config.c:%d: check failed: %s\n", __LINE__, #ok);                \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
 
 /* A string field holds a terminated string of at most max bytes. */
 static bool text_fits(const char *s, size_t cap, size_t max)

@@ -186,6 +186,31 @@ static void test_config_flags(void **state)
     }
 }
 
+/* An address longer than its field is refused, never copied: --bind and --advertise keep
+ * their text until every option is known, so the length is all that guards the field. */
+static void test_config_address_too_long(void **state)
+{
+    static char addr[RD_HOSTPORT_MAX + 2];
+    memset(addr, 'a', sizeof addr - 1);
+    static const char *const flags[] = {"--bind", "--advertise", "--join"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        const char *args[] = {flags[i], addr, NULL};
+        struct rd_agent_config cfg;
+        char err[512], want[64];
+        assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
+        snprintf(want, sizeof want, "%s: address too long", flags[i]);
+        if (strcmp(flags[i], "--join") == 0) /* split says why, after the value */
+            snprintf(want, sizeof want, ": address too long");
+        assert_non_null(strstr(err, want));
+    }
+    addr[RD_HOSTPORT_MAX] = '\0'; /* exactly the limit: kept whole */
+    const char *args[] = {"--advertise", addr, NULL};
+    struct rd_agent_config cfg;
+    char err[512];
+    parse(&cfg, args, err, sizeof err); /* resolving it fails later; the text fits */
+    assert_int_equal(strlen(cfg.advertise_text), RD_HOSTPORT_MAX);
+}
+
 static void test_config_join_and_tag_limits(void **state)
 {
     const char *args[MAXARGS + 1] = {NULL};
@@ -433,6 +458,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_flags),
+        cmocka_unit_test(test_config_address_too_long),
         cmocka_unit_test(test_config_join_and_tag_limits),
         cmocka_unit_test(test_config_help),
         cmocka_unit_test(test_config_help_names_every_option_once),
