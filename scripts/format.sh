@@ -1,5 +1,5 @@
 #!/bin/sh
-# format.sh — every tracked C source and header as .clang-format says, with Debian's
+# format.sh — every C source and header of the project as .clang-format says, with Debian's
 # clang-format 14 (a newer one formats some constructs differently: use the one CI has).
 #   scripts/format.sh           rewrites the files in place
 #   scripts/format.sh --check   changes nothing; lists each file that differs and fails
@@ -15,7 +15,8 @@ if ! command -v clang-format >/dev/null; then
   echo "format: clang-format not found (apt-get install clang-format)" >&2
   exit 1
 fi
-files=$(git ls-files '*.c' '*.h')
+# The project's own folders, not build directories (a checkout need not be a git clone).
+files=$(find lib proto agent cli tests bench -name '*.[ch]' | sort)
 if [ "$mode" = fix ]; then
   echo "$files" | xargs clang-format -i
   exit 0
