@@ -2,8 +2,8 @@
 # test_socket_trust.sh RINGD — who may do what through the query socket, and that no client
 # can stall or starve the agent. Real agents on loopback; clients run as other users with
 # setpriv (util-linux), so this test needs root, as the CI has.
-#   (a) nobody may PING, OWNER and INFO, but JOIN and LEAVE get -NOPERM and the connection
-#       keeps answering;
+#   (a) nobody may PING, OWNER and INFO, but JOIN and LEAVE (and `ringd join`) get -NOPERM
+#       and the connection keeps answering;
 #   (b) with --admin-group nogroup: nobody (gid nogroup) and daemon with nogroup as a
 #       supplementary group may JOIN; daemon alone may not; root may;
 #   (c) the socket has exactly --socket-mode right after start, and a socket directory that
@@ -54,6 +54,8 @@ start_at() {
 # ---------------------------------------------------------------- (a) readers and -NOPERM
 start a1 "$PORT0" --socket-mode 0666 || exit 1
 S1=$DIR/a1.sock
+out=$(as nobody nogroup "$REAL_RINGD" join "127.0.0.1:$((PORT0 + 20))" --socket "$S1" 2>&1)
+expect "(a) \`ringd join\` as nobody: exit 1 with the agent's refusal" "$? $out" "1 ringd: $NOPERM"
 RUN=(as nobody nogroup)
 out=$(session "$S1" PING "OWNER k" "JOIN 127.0.0.1:$((PORT0 + 20))" LEAVE "PING still")
 expect "(a) nobody: PING and OWNER answered, JOIN and LEAVE refused, the connection answers on" \
