@@ -21,6 +21,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -381,16 +382,12 @@ static void host_status(void *ctx, struct rd_query_status *out)
     };
 }
 
-static int host_join(void *ctx, const char *hostport, char *err, size_t errlen)
+static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
 {
     struct rd_agent *a = ctx;
-    struct rd_addr seed;
-    int rc = rd_addr_resolve(hostport, RD_DEFAULT_PORT, 0, &seed, err, errlen);
-    if (rc < 0) return rc;
     rd_logf(RD_LOG_INFO, "joining", RD_FSTR("seed", hostport));
-    rd_swim_join(a->swim, now_ms(), &seed, 1);
+    rd_swim_join(a->swim, now_ms(), seed, 1);
     flush(a);
-    return 0;
 }
 
 static void host_leave(void *ctx)
@@ -444,6 +441,17 @@ static int open_udp(struct rd_agent *a, char *err, size_t errlen)
     return 0;
 }
 
+/* Query clients hold one descriptor each: take all the kernel allows this process. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == rl.rlim_max) return;
+    uint64_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        rd_logf(RD_LOG_WARN, "cannot raise the descriptor limit", RD_FUINT("limit", was));
+}
+
 static void close_walk(uv_handle_t *h, void *arg)
 {
     if (!uv_is_closing(h)) uv_close(h, NULL);
@@ -455,6 +463,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     if (!a) return RD_ENOMEM;
     a->cfg = *config;
     rd_log_setup(stderr, a->cfg.log_format, a->cfg.log_level);
+    raise_fd_limit();
     a->loop = uv_default_loop();
     a->start_ms = now_ms();
     char err[512];
@@ -491,9 +500,10 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .swim = host_swim,
                                  .status = host_status,
                                  .join = host_join,
-                                 .leave = host_leave};
-    rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, &a->query, err,
-                        sizeof err);
+                                 .leave = host_leave,
+                                 .join_default_port = RD_DEFAULT_PORT};
+    rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
+                        &a->query, err, sizeof err);
     if (rc < 0) {
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
         goto out;

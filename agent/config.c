@@ -135,6 +135,17 @@ static int set_socket_mode(const struct option_def *o, struct rd_agent_config *c
     return 0;
 }
 
+/* A group name or a numeric gid; whether it exists is checked when the agent starts. */
+static int set_group(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                     char *err, size_t errlen)
+{
+    size_t n = strlen(val);
+    if (n == 0 || n > RD_QUERY_GROUP_MAX || val[0] == '-' || strpbrk(val, ":, \t\r\n"))
+        return refuse(o, err, errlen, "'%s' is not a group name or gid", val);
+    strcpy(FIELD(char, cfg, o), val);
+    return 0;
+}
+
 static int set_vnodes(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen)
 {
@@ -225,6 +236,9 @@ static const struct option_def options[] = {
      "query socket"},
     {"socket-mode", "OCTAL", OPT_ONE, AT(socket_mode), "0660", NULL, set_socket_mode,
      "permissions of the query socket"},
+    {"admin-group", "GROUP", OPT_ONE, AT(admin_group), NULL, "none", set_group,
+     "group (name or gid) whose members may JOIN and LEAVE through\n"
+     "the socket, besides root and the agent's user"},
     {"vnodes", "N", OPT_ONE, AT(vnodes), RD_STR(RD_RING_VNODES_DEFAULT), NULL, set_vnodes,
      "ring points per member at weight 1, same on all agents"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,

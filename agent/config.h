@@ -19,6 +19,7 @@
 #include "addr.h"
 #include "log.h"
 #include "member.h"
+#include "query.h"
 
 #define RD_DEFAULT_PORT   7946
 #define RD_DEFAULT_SOCKET "/run/ringd/ringd.sock"
@@ -36,6 +37,7 @@ struct rd_agent_config {
     int njoins;
     char socket_path[108];
     unsigned socket_mode;
+    char admin_group[RD_QUERY_GROUP_MAX + 1]; /* empty: only root and the agent's user */
     uint32_t vnodes;
     uint32_t weight; /* fixed point, RD_WEIGHT_ONE = 1.0 */
     char zone[RD_ZONE_MAX + 1];

@@ -33,16 +33,35 @@
  * Re-entrancy: JOIN and LEAVE call into the host, which may publish events from inside
  * that call. Publishing only appends to watchers' `pend` and marks them dirty, so no
  * write ever happens in the middle of a batch.
+ *
+ * JOIN resolves its host name on libuv's thread pool (a name server that takes seconds
+ * must not stall gossip). Meanwhile its connection is blocked, as Redis blocks a client on
+ * BLPOP: it stops reading and answering, so every reply still leaves in request order;
+ * other connections go on. A connection that closes meanwhile abandons the resolution.
+ *
+ * Trust: each connection keeps the credentials the kernel recorded at connect
+ * (SO_PEERCRED) and, decided once at accept, whether they may change the agent. Each row
+ * of `commands` says whether it changes anything; dispatch refuses those with -NOPERM
+ * (Redis's prefix) for everyone else, and the connection stays usable.
+ *
+ * Descriptors: the connection cap is lowered to the descriptor limit less a reserve, so
+ * idle clients cannot take the descriptors gossip and sync need; a client over the cap is
+ * accepted and closed, which keeps the kernel's queue moving. libuv itself keeps a spare
+ * descriptor for an accept that fails with EMFILE anyway (it accepts and closes the
+ * pending clients, so the listener never spins). Both are logged at most once a minute.
  */
 #include "query.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -76,6 +95,16 @@
 
 /** Longest command name echoed back in "unknown command" errors. */
 #define RD_QUERY_ECHO_MAX 64
+/** Mode of the socket's directories that we create: the group may reach the socket. */
+#define RD_QUERY_DIR_MODE 0750
+/** Buffer for one group or user record (getgrnam_r), grown on ERANGE up to this. */
+#define RD_QUERY_NSS_BUF_MAX (1u << 20)
+/** Users the admin group may list. */
+#define RD_QUERY_GROUP_MEMBERS_MAX 4096
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59 /* Linux 4.13 */
+#endif
 
 _Static_assert(RD_QUERY_MAX_WATCH_BACKLOG <= RD_QUERY_MAX_OUTPUT,
                "a watcher's backlog is part of its output");
@@ -91,20 +120,25 @@ struct qconn {
     uv_write_t wreq;
     struct rd_buf in; /* received, not yet consumed */
     struct rd_resp_parser parser;
-    struct rd_buf out;         /* the bytes of the write in flight */
-    struct rd_buf pend;        /* replies and events queued behind it */
-    struct qconn *prev, *next; /* q->conns, every connection that counts */
-    struct qconn *dirty_next;  /* q->dirty, while `dirty` */
-    uint64_t written;          /* bytes ever confirmed written */
-    uint64_t leave_at;         /* LEAVE: leave once `written` reaches this (0: no) */
-    bool listed;               /* in q->conns (false: rejected at the limit) */
-    bool writing;              /* a uv_write is in flight */
-    bool dirty;                /* has output to send at the end of this loop turn */
-    bool watching;             /* sent WATCH */
-    bool closing;              /* uv_close was called */
-    bool draining;             /* answer what is queued, then close; read no more */
-    bool paused;               /* RD_QUERY_PAUSE_BYTES unsent: reading stopped */
-    bool failed;               /* a reply could not be buffered: the stream is broken */
+    struct rd_buf out;          /* the bytes of the write in flight */
+    struct rd_buf pend;         /* replies and events queued behind it */
+    struct qconn *prev, *next;  /* q->conns, every connection that counts */
+    struct qconn *dirty_next;   /* q->dirty, while `dirty` */
+    uint64_t written;           /* bytes ever confirmed written */
+    uint64_t leave_at;          /* LEAVE: leave once `written` reaches this (0: no) */
+    struct rd_resolve *joining; /* JOIN resolving its seed: the connection is blocked */
+    uid_t uid;                  /* the peer, from SO_PEERCRED */
+    gid_t gid;
+    pid_t pid;
+    bool may_change; /* rd_query_may_change() at accept */
+    bool listed;     /* in q->conns (false: rejected at the limit) */
+    bool writing;    /* a uv_write is in flight */
+    bool dirty;      /* has output to send at the end of this loop turn */
+    bool watching;   /* sent WATCH */
+    bool closing;    /* uv_close was called */
+    bool draining;   /* answer what is queued, then close; read no more */
+    bool paused;     /* RD_QUERY_PAUSE_BYTES unsent: reading stopped */
+    bool failed;     /* a reply could not be buffered: the stream is broken */
 };
 
 struct rd_query {
@@ -117,9 +151,14 @@ struct rd_query {
     size_t handles;      /* open handles (listener, flusher, connections) */
     struct qconn *dirty; /* connections with output to send this turn */
     size_t nconns, nwatchers;
-    uint64_t rejected;      /* connections refused at RD_QUERY_MAX_CONNS */
-    uint64_t cut_off;       /* connections closed for unread output */
-    uint64_t accept_errors; /* failed accepts (EMFILE...), logged sparingly */
+    uint64_t rejected;                            /* connections refused at RD_QUERY_MAX_CONNS */
+    uint64_t cut_off;                             /* connections closed for unread output */
+    uint64_t accept_errors;                       /* failed accepts (EMFILE...), logged sparingly */
+    uint64_t accept_logged_ms, refused_logged_ms; /* when each was last logged (0: never) */
+    size_t max_conns;                             /* RD_QUERY_MAX_CONNS within the fd limit */
+    struct rd_query_admins admins;
+    uid_t *admin_members;                 /* admins.members, owned */
+    char noperm[RD_QUERY_GROUP_MAX + 80]; /* the -NOPERM text */
     struct qconn *conns;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     bool bound; /* we created the file at path */
@@ -138,6 +177,7 @@ static void query_release(struct rd_query *q)
 {
     if (q->handles > 0 || !q->closing) return;
     rd_buf_free(&q->scratch);
+    free(q->admin_members);
     free(q);
 }
 
@@ -175,6 +215,10 @@ static void conn_close(struct qconn *c)
 {
     if (c->closing) return;
     c->closing = true;
+    if (c->joining) {
+        rd_addr_resolve_abandon(c->joining);
+        c->joining = NULL;
+    }
     if (c->watching) {
         c->watching = false;
         c->q->nwatchers--;
@@ -195,7 +239,8 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
  * answers what it sent meanwhile), and a LEAVE whose +OK is now out is carried out. */
 static void conn_sent(struct qconn *c)
 {
-    if (c->paused && !c->closing && !c->q->closing && conn_backlog(c) < RD_QUERY_PAUSE_BYTES) {
+    if (c->paused && !c->closing && !c->q->closing && !c->joining &&
+        conn_backlog(c) < RD_QUERY_PAUSE_BYTES) {
         c->paused = false;
         if (!c->draining && uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
             conn_close(c);
@@ -468,7 +513,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
         "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
         "syncs_malformed:%" PRIu64 "\r\n"
-        "connections:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
+        "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
         counts[RD_SUSPECT], counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(s), st.ring_version,
@@ -476,7 +521,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s),
         ss->packets_in, ss->packets_out, st.packets_malformed, ss->probes, ss->probes_failed,
         ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed, q->nconns,
-        q->nwatchers, q->rejected, q->cut_off);
+        q->max_conns, q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }
@@ -510,6 +555,38 @@ static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
     conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
 }
 
+/* JOIN's answer: +OK, or the reason it could not join (why != NULL). */
+static void join_reply(struct qconn *c, const char *hostport, const char *why)
+{
+    if (!why) {
+        conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+        return;
+    }
+    char text[RD_HOSTPORT_MAX + 200];
+    snprintf(text, sizeof text, "ERR cannot join %s: %s", hostport, why);
+    reply_error(c, text);
+}
+
+/* The seed of a JOIN resolved (or not): join, answer, and unblock the connection. Never
+ * called for a closed connection (conn_close abandons the resolution). */
+static void join_resolved(void *ctx, const char *hostport, int rc, const struct rd_addr *seed,
+                          const char *why)
+{
+    struct qconn *c = ctx;
+    struct rd_query *q = c->q;
+    c->joining = NULL;
+    if (rc == 0) q->host.join(q->host.ctx, hostport, seed); /* may publish events */
+    join_reply(c, hostport, rc == 0 ? NULL : why);
+    if (c->closing) return;
+    if (c->paused && conn_backlog(c) < RD_QUERY_PAUSE_BYTES) c->paused = false;
+    if (!c->paused && !c->draining &&
+        uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
+        conn_close(c);
+        return;
+    }
+    conn_parse(c); /* what the client pipelined behind JOIN; flushes the reply */
+}
+
 static void cmd_join(struct qconn *c, const struct rd_resp_request *r)
 {
     if (r->argc != 2) {
@@ -525,13 +602,13 @@ static void cmd_join(struct qconn *c, const struct rd_resp_request *r)
     memcpy(hostport, a->ptr, a->len);
     hostport[a->len] = '\0';
     char why[128] = "invalid address";
-    if (c->q->host.join(c->q->host.ctx, hostport, why, sizeof why) < 0) {
-        char text[RD_HOSTPORT_MAX + 160];
-        snprintf(text, sizeof text, "ERR cannot join %s: %s", hostport, why);
-        reply_error(c, text);
+    if (rd_addr_resolve_start(c->q->loop, hostport, c->q->host.join_default_port, join_resolved, c,
+                              &c->joining, why, sizeof why) < 0) {
+        join_reply(c, hostport, why);
         return;
     }
-    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+    /* Blocked until join_resolved: no more reading or answering on this connection. */
+    uv_read_stop((uv_stream_t *)&c->pipe);
 }
 
 static void cmd_leave(struct qconn *c, const struct rd_resp_request *r)
@@ -555,19 +632,24 @@ static void cmd_quit(struct qconn *c, const struct rd_resp_request *r)
 struct command {
     const char *name;
     void (*run)(struct qconn *c, const struct rd_resp_request *r);
+    bool changes; /* changes the agent: only for rd_query_may_change() peers */
 };
 
 static const struct command commands[] = {
-    {"OWNER", cmd_owner},     {"MOWNER", cmd_mowner}, {"OWNERS", cmd_owners}, {"PING", cmd_ping},
-    {"MEMBERS", cmd_members}, {"INFO", cmd_info},     {"WATCH", cmd_watch},   {"JOIN", cmd_join},
-    {"LEAVE", cmd_leave},     {"QUIT", cmd_quit},
+    {"OWNER", cmd_owner, false}, {"MOWNER", cmd_mowner, false},   {"OWNERS", cmd_owners, false},
+    {"PING", cmd_ping, false},   {"MEMBERS", cmd_members, false}, {"INFO", cmd_info, false},
+    {"WATCH", cmd_watch, false}, {"JOIN", cmd_join, true},        {"LEAVE", cmd_leave, true},
+    {"QUIT", cmd_quit, false},
 };
 
 static void dispatch(struct qconn *c, const struct rd_resp_request *r)
 {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (arg_is(&r->argv[0], commands[i].name)) {
-            commands[i].run(c, r);
+            if (commands[i].changes && !c->may_change)
+                reply_error(c, c->q->noperm);
+            else
+                commands[i].run(c, r);
             return;
         }
     }
@@ -605,7 +687,7 @@ static void conn_parse(struct qconn *c)
 {
     struct rd_query *q = c->q;
     size_t off = 0;
-    while (!c->closing && !c->draining && !c->failed) {
+    while (!c->closing && !c->draining && !c->failed && !c->joining) {
         if (conn_backlog(c) >= RD_QUERY_PAUSE_BYTES) {
             c->paused = true; /* resumed by conn_sent */
             uv_read_stop((uv_stream_t *)&c->pipe);
@@ -680,13 +762,63 @@ static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         conn_close(c);
 }
 
+/* True at most once per RD_QUERY_LOG_EVERY_MS for the failure last logged at *last. */
+static bool log_due(struct rd_query *q, uint64_t *last)
+{
+    uint64_t now = uv_now(q->loop) + 1; /* never 0, which means "never logged" */
+    if (*last != 0 && now - *last < RD_QUERY_LOG_EVERY_MS) return false;
+    *last = now;
+    return true;
+}
+
+bool rd_query_may_change(const struct rd_query_admins *admins, const struct rd_query_peer *peer)
+{
+    if (peer->uid == 0 || peer->uid == admins->self) return true;
+    if (!admins->has_group) return false;
+    if (peer->gid == admins->gid) return true;
+    for (size_t i = 0; i < admins->nmembers; i++)
+        if (admins->members[i] == peer->uid) return true;
+    for (size_t i = 0; i < peer->ngroups && peer->groups; i++)
+        if (peer->groups[i] == admins->gid) return true;
+    return false;
+}
+
+/* Records who connected and whether they may change the agent. 0, or RD_EIO. */
+static int peer_identify(struct qconn *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) return RD_EIO;
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred)
+        return RD_EIO;
+    c->uid = cred.uid;
+    c->gid = cred.gid;
+    c->pid = cred.pid;
+    struct rd_query_peer peer = {.uid = cred.uid, .gid = cred.gid, .pid = cred.pid};
+    c->may_change = rd_query_may_change(&c->q->admins, &peer);
+    if (c->may_change || !c->q->admins.has_group) return 0;
+    /* The groups the client had when it connected, recorded by the kernel like its uid:
+     * no race with a pid that exits and is reused, as reading /proc/PID/status has. */
+    gid_t groups[RD_QUERY_PEER_GROUPS_MAX];
+    len = sizeof groups;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0) {
+        peer.groups = groups;
+        peer.ngroups = len / sizeof groups[0];
+        c->may_change = rd_query_may_change(&c->q->admins, &peer);
+    }
+    return 0;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct rd_query *q = server->data;
     if (q->closing) return;
     if (status < 0) {
-        /* Out of descriptors repeats at every attempt: log the first and every 1000th. */
-        if (q->accept_errors++ % 1000 == 0)
+        /* Out of descriptors repeats at every attempt. libuv has already accepted and
+         * closed what was queued (its spare descriptor), so the listener goes on. */
+        q->accept_errors++;
+        if (log_due(q, &q->accept_logged_ms))
             rd_logf(RD_LOG_WARN, "query accept failed", RD_FSTR("error", uv_strerror(status)),
                     RD_FUINT("failures", q->accept_errors));
         return;
@@ -708,11 +840,17 @@ static void on_connection(uv_stream_t *server, int status)
         conn_close(c);
         return;
     }
-    if (q->nconns >= RD_QUERY_MAX_CONNS) {
-        if (q->rejected++ == 0 || q->rejected % 1000 == 0)
+    if (q->nconns >= q->max_conns) {
+        q->rejected++;
+        if (log_due(q, &q->refused_logged_ms))
             rd_logf(RD_LOG_WARN, "query connection refused",
-                    RD_FSTR("reason", "too many connections"),
-                    RD_FUINT("limit", RD_QUERY_MAX_CONNS), RD_FUINT("refused", q->rejected));
+                    RD_FSTR("reason", "too many connections"), RD_FUINT("limit", q->max_conns),
+                    RD_FUINT("refused", q->rejected));
+        conn_close(c);
+        return;
+    }
+    if (peer_identify(c) < 0) {
+        rd_logf(RD_LOG_WARN, "query client dropped", RD_FSTR("reason", "no peer credentials"));
         conn_close(c);
         return;
     }
@@ -754,8 +892,34 @@ void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n)
 
 /* ============================================================ start and stop */
 
-/* mkdir -p for the directory part of path, new directories 0755. 0, RD_EEXIST when a
- * file stands where a directory must go, or RD_EIO; with one line in err. */
+/*
+ * Refuses a socket directory that someone else could write to: they could replace the
+ * socket with their own (and collect JOINs, or answer OWNER with lies). Group- or
+ * world-writable is fine with the sticky bit (/tmp), as only the owner of the socket file
+ * may then remove it. 0, or RD_EINVAL with one line in err.
+ */
+static int check_dir(const char *dir, const struct stat *st, char *err, size_t errlen)
+{
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
+        snprintf(err, errlen,
+                 "socket directory %s is writable by others (mode %04o, no sticky bit): "
+                 "refusing it",
+                 dir, (unsigned)(st->st_mode & 07777));
+        return RD_EINVAL;
+    }
+    if (st->st_uid != 0 && st->st_uid != geteuid()) {
+        snprintf(err, errlen,
+                 "socket directory %s is owned by uid %u, neither root nor this agent's user: "
+                 "refusing it",
+                 dir, (unsigned)st->st_uid);
+        return RD_EINVAL;
+    }
+    return 0;
+}
+
+/* mkdir -p for the directory part of path, new directories RD_QUERY_DIR_MODE; an existing
+ * directory must pass check_dir. 0, RD_EEXIST when a file stands where a directory must
+ * go, RD_EINVAL for an unsafe directory, or RD_EIO; with one line in err. */
 static int make_parent(const char *path, char *err, size_t errlen)
 {
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -765,7 +929,7 @@ static int make_parent(const char *path, char *err, size_t errlen)
     *slash = '\0';
     struct stat st;
     if (stat(dir, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return 0;
+        if (S_ISDIR(st.st_mode)) return check_dir(dir, &st, err, errlen);
         snprintf(err, errlen, "cannot create socket %s: %s is not a directory", path, dir);
         return RD_EEXIST;
     }
@@ -773,8 +937,9 @@ static int make_parent(const char *path, char *err, size_t errlen)
         if (*p != '/' && *p != '\0') continue;
         char keep = *p;
         *p = '\0';
-        if (mkdir(dir, 0755) == 0) {
-            chmod(dir, 0755); /* whatever the umask: group members must reach the socket */
+        if (mkdir(dir, RD_QUERY_DIR_MODE) == 0) {
+            /* whatever the umask: group members must reach the socket */
+            chmod(dir, RD_QUERY_DIR_MODE);
         } else if (errno != EEXIST) {
             snprintf(err, errlen, "cannot create directory %s for the socket: %s", dir,
                      strerror(errno));
@@ -848,8 +1013,98 @@ static void remove_socket(struct rd_query *q)
     q->bound = false;
 }
 
+/* RD_QUERY_MAX_CONNS, lowered so that idle clients leave RD_QUERY_FD_RESERVE descriptors. */
+static size_t conns_within_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= RD_QUERY_MAX_CONNS + RD_QUERY_FD_RESERVE)
+        return RD_QUERY_MAX_CONNS;
+    if (rl.rlim_cur > 2 * RD_QUERY_FD_RESERVE) return (size_t)rl.rlim_cur - RD_QUERY_FD_RESERVE;
+    return rl.rlim_cur > 1 ? (size_t)rl.rlim_cur / 2 : 1; /* a tiny limit: share it */
+}
+
+/* Calls getgrnam_r or getgrgid_r (by_gid) with a buffer grown as needed; 0 or an errno,
+ * *res NULL when there is no such group. *buf is the caller's to free. */
+static int group_lookup(const char *name, gid_t gid, bool by_gid, struct group *gr, char **buf,
+                        struct group **res)
+{
+    for (size_t cap = 4096; cap <= RD_QUERY_NSS_BUF_MAX; cap *= 2) {
+        char *nb = realloc(*buf, cap);
+        if (!nb) return ENOMEM;
+        *buf = nb;
+        int e = by_gid ? getgrgid_r(gid, gr, *buf, cap, res) : getgrnam_r(name, gr, *buf, cap, res);
+        if (e != ERANGE) return e;
+    }
+    return ERANGE;
+}
+
+/* The uid of user `name`, or false if there is none. */
+static bool user_uid(const char *name, uid_t *out)
+{
+    char buf[4096];
+    struct passwd pw, *res = NULL;
+    if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res) return false;
+    *out = pw.pw_uid;
+    return true;
+}
+
+/* Resolves --admin-group (a name, or a numeric gid that need not be in the database) into
+ * q->admins and the -NOPERM text. 0, or RD_EINVAL / RD_ENOMEM with one line in err. */
+static int admins_setup(struct rd_query *q, const char *group, char *err, size_t errlen)
+{
+    q->admins.self = geteuid();
+    if (!group || !*group) {
+        snprintf(q->noperm, sizeof q->noperm, "NOPERM this command needs root or the agent's user");
+        return 0;
+    }
+    if (strlen(group) > RD_QUERY_GROUP_MAX) {
+        snprintf(err, errlen, "admin group name too long: %.*s...", RD_QUERY_GROUP_MAX, group);
+        return RD_EINVAL;
+    }
+    snprintf(q->noperm, sizeof q->noperm,
+             "NOPERM this command needs root, the agent's user or group %s", group);
+    char *end;
+    errno = 0;
+    unsigned long num = strtoul(group, &end, 10);
+    bool numeric =
+        *end == '\0' && group[0] >= '0' && group[0] <= '9' && errno == 0 && num == (gid_t)num;
+    struct group gr, *res = NULL;
+    char *buf = NULL;
+    int e = group_lookup(group, (gid_t)num, numeric, &gr, &buf, &res);
+    if (e != 0 && e != ENOENT && e != ESRCH) {
+        snprintf(err, errlen, "cannot look up admin group %s: %s", group, strerror(e));
+        free(buf);
+        return e == ENOMEM ? RD_ENOMEM : RD_EINVAL;
+    }
+    if (!res && !numeric) {
+        snprintf(err, errlen, "admin group %s does not exist", group);
+        free(buf);
+        return RD_EINVAL;
+    }
+    q->admins.has_group = true;
+    q->admins.gid = res ? gr.gr_gid : (gid_t)num;
+    size_t n = 0;
+    while (res && gr.gr_mem[n] && n < RD_QUERY_GROUP_MEMBERS_MAX)
+        n++;
+    if (n > 0) {
+        q->admin_members = calloc(n, sizeof *q->admin_members);
+        if (!q->admin_members) {
+            free(buf);
+            snprintf(err, errlen, "out of memory");
+            return RD_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (user_uid(gr.gr_mem[i], &q->admin_members[q->admins.nmembers])) q->admins.nmembers++;
+        q->admins.members = q->admin_members;
+    }
+    free(buf);
+    return 0;
+}
+
 int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char *path,
-                   unsigned mode, struct rd_query **out, char *err, size_t errlen)
+                   unsigned mode, const char *admin_group, struct rd_query **out, char *err,
+                   size_t errlen)
 {
     *out = NULL;
     struct rd_query *q = calloc(1, sizeof *q);
@@ -867,7 +1122,9 @@ int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char
         goto fail_free;
     }
     memcpy(q->path, path, len + 1);
-    if ((rc = make_parent(path, err, errlen)) < 0 || (rc = clear_stale(path, err, errlen)) < 0)
+    q->max_conns = conns_within_fd_limit();
+    if ((rc = admins_setup(q, admin_group, err, errlen)) < 0 ||
+        (rc = make_parent(path, err, errlen)) < 0 || (rc = clear_stale(path, err, errlen)) < 0)
         goto fail_free;
 
     int uvrc = uv_pipe_init(loop, &q->listener, 0);
@@ -883,8 +1140,9 @@ int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char
     uv_unref((uv_handle_t *)&q->flusher); /* it alone does not keep the loop running */
     q->listening = true;
     q->handles = 2;
-    /* Bind under a umask that already gives the final mode, so the socket is never
-     * reachable with wider permissions; chmod after, since a umask can only remove bits. */
+    /* Bind under a umask that gives exactly the mode (a socket is created 0777 less the
+     * umask): never reachable with other permissions, and no chmod by path afterwards,
+     * which could act on a file someone swapped in meanwhile. */
     mode_t old = umask((mode_t)(~mode & 0777));
     uvrc = uv_pipe_bind(&q->listener, path);
     umask(old);
@@ -901,11 +1159,6 @@ int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char
         q->bound = true;
         q->dev = st.st_dev;
         q->ino = st.st_ino;
-    }
-    if (chmod(path, (mode_t)mode) < 0) {
-        snprintf(err, errlen, "cannot chmod socket %s to %04o: %s", path, mode, strerror(errno));
-        rc = RD_EIO;
-        goto fail_close;
     }
     uvrc = uv_listen((uv_stream_t *)&q->listener, RD_QUERY_BACKLOG, on_connection);
     if (uvrc < 0) {
@@ -926,6 +1179,7 @@ fail_close:
     return rc;
 fail_free:
     rd_buf_free(&q->scratch);
+    free(q->admin_members);
     free(q);
     return rc;
 }

@@ -13,9 +13,13 @@
 #ifndef RD_QUERY_H
 #define RD_QUERY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
+
+#include "member.h"
 
 struct rd_query;
 struct rd_ring;
@@ -44,29 +48,71 @@ struct rd_query_host {
     const struct rd_swim *(*swim)(void *ctx);
     /** Fills the numbers INFO shows. */
     void (*status)(void *ctx, struct rd_query_status *out);
-    /** JOIN: joins through `hostport`; 0, or an RD_E* code with one line in err. It may
-     *  publish events before it returns. */
-    int (*join)(void *ctx, const char *hostport, char *err, size_t errlen);
+    /** JOIN: joins through `seed`, which the server resolved from `hostport` without
+     *  blocking the loop. It may publish events before it returns. */
+    void (*join)(void *ctx, const char *hostport, const struct rd_addr *seed);
     /** LEAVE: starts a graceful leave (called once the client has its +OK). */
     void (*leave)(void *ctx);
+    /** The port JOIN uses for an address given without one (0: a port is required). */
+    int join_default_port;
 };
 
-/** Most client connections at once; further ones are accepted and closed at once. */
+/** Most client connections at once; further ones are accepted and closed at once. The
+ *  server lowers it to the descriptor limit less RD_QUERY_FD_RESERVE. */
 #define RD_QUERY_MAX_CONNS 10000
+/** Descriptors kept for everything but query clients: gossip, sync (RD_SYNC_MAX_INCOMING
+ *  and outgoing), logs, the loop's own. */
+#define RD_QUERY_FD_RESERVE 64
+/** A failure that can repeat at every accept is logged at most once per this long. */
+#define RD_QUERY_LOG_EVERY_MS 60000
+/** Supplementary groups read for one peer (SO_PEERGROUPS); more count as not in the group. */
+#define RD_QUERY_PEER_GROUPS_MAX 1024
+/** Longest --admin-group text (a group name or a numeric gid). */
+#define RD_QUERY_GROUP_MAX 64
+
+/** Who is connected, as the kernel recorded it when the client connected. */
+struct rd_query_peer {
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+    const gid_t *groups; /**< supplementary groups; NULL when not read */
+    size_t ngroups;
+};
+
+/** Who may change the agent besides root. */
+struct rd_query_admins {
+    uid_t self;           /**< the agent's effective uid */
+    bool has_group;       /**< --admin-group was given */
+    gid_t gid;            /**< its gid */
+    const uid_t *members; /**< the users the group database lists in it */
+    size_t nmembers;
+};
+
+/**
+ * True if `peer` may run commands that change the agent: root, the agent's user, or (with
+ * an admin group) a peer whose gid is the group, whose uid the group lists, or whose
+ * supplementary groups contain it.
+ */
+bool rd_query_may_change(const struct rd_query_admins *admins, const struct rd_query_peer *peer);
 /** Replies buffered for one connection before it is cut off (a client that stops reading). */
 #define RD_QUERY_MAX_OUTPUT (8u * 1024u * 1024u)
 /** Events buffered for one watcher before it is cut off. */
 #define RD_QUERY_MAX_WATCH_BACKLOG (1024u * 1024u)
 
 /**
- * Listens on `path` with permissions `mode`, serving `host` (copied). A stale socket file
- * (nobody answering) is replaced; a live one is not. Returns 0; RD_EEXIST when the path is
- * taken ("another agent is running", or a file that is not a socket); RD_EINVAL for a
- * path that does not fit a socket address; RD_EIO when a system call failed; RD_ENOMEM.
- * Every failure leaves one line in err.
+ * Listens on `path` with permissions `mode` (set at bind, never widened after), serving
+ * `host` (copied). A missing directory is created 0750; an existing one that others could
+ * write to (group- or world-writable without the sticky bit, or owned by a user other
+ * than root and ours) is refused. A stale socket file (nobody answering) is replaced; a
+ * live one is not. `admin_group` (NULL or "" for none) is a group name or numeric gid whose
+ * members may change the agent. Returns 0; RD_EEXIST when the path is taken ("another
+ * agent is running", or a file that is not a socket); RD_EINVAL for a path that does not
+ * fit a socket address, an unsafe directory or an unknown group; RD_EIO when a system
+ * call failed; RD_ENOMEM. Every failure leaves one line in err.
  */
 int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char *path,
-                   unsigned mode, struct rd_query **out, char *err, size_t errlen);
+                   unsigned mode, const char *admin_group, struct rd_query **out, char *err,
+                   size_t errlen);
 /** Pushes one event, a flat array of strings, to every watcher. */
 void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n);
 /** Stops listening, closes every connection and removes the socket file. */

@@ -157,7 +157,7 @@ cli() { redis-cli -s "$s1" "$@" 2>&1; }
 
 # ---------------------------------------------------------------- the socket file
 expect "socket file mode is 0660" "$(stat -c %a "$s1")" 660
-expect "missing socket directory is created 0755" "$(stat -c %a "$dir/run")" 755
+expect "missing socket directory is created 0750" "$(stat -c %a "$dir/run")" 750
 
 # ---------------------------------------------------------------- commands
 expect "PING answers PONG" "$(cli PING)" PONG

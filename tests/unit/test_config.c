@@ -144,6 +144,7 @@ static const struct flag_case flag_cases[] = {
     {{"--socket", ""}, true, "--socket: path must be 1 to 107 bytes"},
     {{"--socket-mode", "999"}, true, "--socket-mode: '999' is not an octal mode like 0660"},
     {{"--socket-mode", "0660x"}, true, "--socket-mode: '0660x' is not an octal mode like 0660"},
+    {{"--admin-group", "a:b"}, true, "--admin-group: 'a:b' is not a group name or gid"},
     {{"--vnodes", "0"}, true, "--vnodes: '0' is not a number from 1 to 4096"},
     {{"--vnodes", "4097"}, true, "--vnodes: '4097' is not a number from 1 to 4096"},
     {{"--vnodes", ""}, true, "--vnodes: '' is not a number from 1 to 4096"},
@@ -258,8 +259,9 @@ static void test_config_help_names_every_option_once(void **state)
 
     /* the options README.md documents, each on exactly one line of its own */
     static const char *const documented[] = {
-        "name",   "bind", "advertise", "join",       "socket",    "socket-mode", "vnodes",
-        "weight", "zone", "tag",       "log-format", "log-level", "config",      "seed",
+        "name",        "bind",        "advertise", "join",   "socket",
+        "socket-mode", "admin-group", "vnodes",    "weight", "zone",
+        "tag",         "log-format",  "log-level", "config", "seed",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {

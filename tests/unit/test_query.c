@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -43,6 +44,7 @@ struct fake_agent {
     int leaves;
     int joins;
     char joined[64];
+    struct rd_addr seed; /* of the last JOIN */
 };
 
 static const struct rd_ring *fake_ring(void *ctx)
@@ -68,18 +70,14 @@ static void fake_status(void *ctx, struct rd_query_status *out)
 }
 
 /* Publishes an event from inside the request, as the real agent's flush() does. */
-static int fake_join(void *ctx, const char *hostport, char *err, size_t errlen)
+static void fake_join(void *ctx, const char *hostport, const struct rd_addr *seed)
 {
     struct fake_agent *a = ctx;
-    if (strcmp(hostport, "bad") == 0) {
-        snprintf(err, errlen, "expected HOST:PORT");
-        return RD_EINVAL;
-    }
     a->joins++;
+    a->seed = *seed;
     snprintf(a->joined, sizeof a->joined, "%s", hostport);
     const char *ev[] = {"member", "seed", "alive", hostport, "1"};
     rd_query_publish(a->q, ev, 5);
-    return 0;
 }
 
 static void fake_leave(void *ctx)
@@ -133,7 +131,7 @@ static int setup(void **state)
                                      .join = fake_join,
                                      .leave = fake_leave};
     char err[256];
-    int rc = rd_query_start(&f->loop, &f->host, f->path, 0600, &f->agent.q, err, sizeof err);
+    int rc = rd_query_start(&f->loop, &f->host, f->path, 0600, NULL, &f->agent.q, err, sizeof err);
     if (rc != 0) fail_msg("rd_query_start: %s", err);
     *state = f;
     return 0;
@@ -220,6 +218,34 @@ static void expect_reply(struct fixture *f, int fd, const char *request, const c
     say(fd, request);
     hear(f, fd, &g, strlen(reply));
     assert_string_equal(g.buf, reply);
+}
+
+/* What connections_max should be under the current descriptor limit. */
+static size_t fd_cap(void)
+{
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= RD_QUERY_MAX_CONNS + RD_QUERY_FD_RESERVE)
+        return RD_QUERY_MAX_CONNS;
+    return (size_t)rl.rlim_cur - RD_QUERY_FD_RESERVE;
+}
+
+/* A client whose credentials (SO_PEERCRED) are uid/gid: connected under that effective
+ * identity, which needs root. The socket and its directory are opened up for it. */
+static int client_as(struct fixture *f, uid_t uid, gid_t gid)
+{
+    assert_int_equal(chmod(f->dir, 0711), 0);
+    assert_int_equal(chmod(f->path, 0666), 0);
+    assert_int_equal(setegid(gid), 0);
+    assert_int_equal(seteuid(uid), 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", f->path);
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    assert_int_equal(seteuid(0), 0);
+    assert_int_equal(setegid(0), 0);
+    assert_int_equal(rc, 0);
+    return fd;
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -316,10 +342,11 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nhealth:%u\r\n"
                  "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
                  "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
-                 "syncs_failed:0\r\nsyncs_malformed:6\r\nconnections:1\r\nwatchers:1\r\n"
+                 "syncs_failed:0\r\nsyncs_malformed:6\r\nconnections:1\r\nconnections_max:%zu\r\n"
+                 "watchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
-                 rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim));
+                 rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim), fd_cap());
     snprintf(want, sizeof want, "+OK\r\n$%d\r\n%s\r\n", n, text);
     assert_string_equal(g.buf, want);
     close(fd);
@@ -443,7 +470,7 @@ static void test_query_refuses_a_live_socket_and_a_plain_file_replaces_a_stale_o
     assert_int_equal(uv_loop_init(&loop2), 0);
 
     /* live */
-    assert_int_equal(rd_query_start(&loop2, &f->host, f->path, 0600, &q2, err, sizeof err),
+    assert_int_equal(rd_query_start(&loop2, &f->host, f->path, 0600, NULL, &q2, err, sizeof err),
                      RD_EEXIST);
     assert_null(q2);
     char want[256];
@@ -456,7 +483,8 @@ static void test_query_refuses_a_live_socket_and_a_plain_file_replaces_a_stale_o
     int fd = open(file, O_CREAT | O_WRONLY, 0644);
     assert_true(fd >= 0);
     close(fd);
-    assert_int_equal(rd_query_start(&loop2, &f->host, file, 0600, &q2, err, sizeof err), RD_EEXIST);
+    assert_int_equal(rd_query_start(&loop2, &f->host, file, 0600, NULL, &q2, err, sizeof err),
+                     RD_EEXIST);
     assert_non_null(strstr(err, "exists and is not a socket"));
     struct stat st;
     assert_int_equal(lstat(file, &st), 0);
@@ -470,7 +498,7 @@ static void test_query_refuses_a_live_socket_and_a_plain_file_replaces_a_stale_o
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", stale);
     assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
     close(s);
-    assert_int_equal(rd_query_start(&loop2, &f->host, stale, 0640, &q2, err, sizeof err), 0);
+    assert_int_equal(rd_query_start(&loop2, &f->host, stale, 0640, NULL, &q2, err, sizeof err), 0);
     assert_int_equal(lstat(stale, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0640);
     rd_query_close(q2);
@@ -486,6 +514,233 @@ static void test_query_socket_has_the_mode_asked_for(void **state)
     assert_int_equal(lstat(f->path, &st), 0);
     assert_true(S_ISSOCK(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+/* The decision, one row per rule: who may JOIN and LEAVE. */
+static void test_query_may_change_table(void **state)
+{
+    static const uid_t listed[] = {1001, 1002};
+    static const gid_t in_admins[] = {10, 500, 20}, elsewhere[] = {10, 20};
+    const struct rd_query_admins none = {.self = 1000};
+    const struct rd_query_admins group = {
+        .self = 1000, .has_group = true, .gid = 500, .members = listed, .nmembers = 2};
+    const struct rd_query_admins as_root = {.self = 0, .has_group = true, .gid = 500};
+    struct row {
+        const struct rd_query_admins *admins;
+        struct rd_query_peer peer;
+        bool may;
+    } rows[] = {
+        {&none, {.uid = 0, .gid = 0}, true},          /* root */
+        {&none, {.uid = 1000, .gid = 1000}, true},    /* the agent's user */
+        {&none, {.uid = 1001, .gid = 500}, false},    /* no group configured */
+        {&none, {.uid = 65534, .gid = 65534}, false}, /* a stranger */
+        {&group, {.uid = 2000, .gid = 500}, true},    /* primary gid */
+        {&group, {.uid = 1002, .gid = 100}, true},    /* listed member */
+        {&group, {.uid = 2000, .gid = 100, .groups = in_admins, .ngroups = 3}, true},
+        {&group, {.uid = 2000, .gid = 100, .groups = elsewhere, .ngroups = 2}, false},
+        {&group, {.uid = 2000, .gid = 100, .groups = in_admins, .ngroups = 1}, false},
+        {&group, {.uid = 2000, .gid = 100}, false},   /* groups not read */
+        {&group, {.uid = 1000, .gid = 100}, true},    /* self with a group */
+        {&as_root, {.uid = 1000, .gid = 100}, false}, /* an agent run by root */
+        {&as_root, {.uid = 0, .gid = 100}, true},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        print_message("row %zu\n", i);
+        assert_int_equal(rd_query_may_change(rows[i].admins, &rows[i].peer), rows[i].may);
+    }
+}
+
+/* A stranger reads, is refused JOIN and LEAVE with -NOPERM, and keeps its connection. */
+static void test_query_stranger_gets_noperm_and_keeps_reading(void **state)
+{
+    struct fixture *f = *state;
+    if (geteuid() != 0) skip();
+    int fd = client_as(f, 65534, 65534);
+    expect_reply(f, fd, "PING\r\nJOIN 10.0.0.1:7946\r\nLEAVE\r\nPING again\r\n",
+                 "+PONG\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "$5\r\nagain\r\n");
+    for (int i = 0; i < 20; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    assert_int_equal(f->agent.joins, 0);
+    assert_int_equal(f->agent.leaves, 0);
+    close(fd);
+    fd = client(f); /* root, as the test runs */
+    expect_reply(f, fd, "JOIN 10.0.0.2:7946\r\n", "+OK\r\n");
+    assert_int_equal(f->agent.joins, 1);
+    close(fd);
+}
+
+/* A JOIN resolves off the loop; what was pipelined behind it waits and follows in order. */
+static void test_query_join_resolves_then_answers_in_order(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    struct got g = {.len = 0};
+    say(fd, "JOIN localhost:7000\r\nPING a\r\nJOIN no-such-host.invalid:1\r\nPING b\r\n");
+    hear_until(f, fd, &g, "$1\r\nb\r\n");
+    const char *want_head = "+OK\r\n$1\r\na\r\n-ERR cannot join no-such-host.invalid:1: "
+                            "cannot resolve host: ";
+    if (strncmp(g.buf, want_head, strlen(want_head)) != 0) fail_msg("got '%s'", g.buf);
+    assert_int_equal(f->agent.joins, 1);
+    assert_string_equal(f->agent.joined, "localhost:7000");
+    assert_int_equal(f->agent.seed.port, 7000);
+    assert_int_equal(f->agent.seed.family, 4);
+    assert_memory_equal(f->agent.seed.ip, ((uint8_t[]){127, 0, 0, 1}), 4);
+    close(fd);
+}
+
+/* The server closes while a JOIN is resolving: the result is dropped, nothing joins, and
+ * nothing touches the freed connection (ASan). */
+static void test_query_close_while_join_resolves(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    say(fd, "JOIN localhost:7000\r\n");
+    /* Until the request was read and the resolution handed to the thread pool; its result
+     * comes back only through the loop, which does not run again before the close. */
+    for (int i = 0; i < 2000 && f->loop.active_reqs.count == 0; i++) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        usleep(500);
+    }
+    assert_int_equal(f->loop.active_reqs.count, 1);
+    rd_query_close(f->agent.q);
+    f->agent.q = NULL;
+    uv_run(&f->loop, UV_RUN_DEFAULT); /* until the thread pool gave the result back */
+    assert_int_equal(f->agent.joins, 0);
+    close(fd);
+}
+
+/* Under a low descriptor limit the cap leaves RD_QUERY_FD_RESERVE: one client more is
+ * accepted and closed, and INFO says both. */
+static void test_query_connection_cap_follows_the_fd_limit(void **state)
+{
+    struct fixture *f = *state;
+    struct rlimit was, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    low = was;
+    low.rlim_cur = 200;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    char path[64], err[256];
+    snprintf(path, sizeof path, "%s/low.sock", f->dir);
+    uv_loop_t loop2;
+    assert_int_equal(uv_loop_init(&loop2), 0);
+    struct rd_query *q2;
+    int rc = rd_query_start(&loop2, &f->host, path, 0600, NULL, &q2, err, sizeof err);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    assert_int_equal(rc, 0);
+    static struct fixture f2; /* for client(): only its path is used */
+    snprintf(f2.path, sizeof f2.path, "%s", path);
+    int fds[200 - RD_QUERY_FD_RESERVE + 1];
+    size_t n = sizeof fds / sizeof fds[0];
+    for (size_t i = 0; i < n; i++) {
+        fds[i] = client(&f2);
+        for (int k = 0; k < 3; k++)
+            uv_run(&loop2, UV_RUN_NOWAIT);
+    }
+    struct got g = {.len = 0};
+    for (int i = 0; i < 200 && !g.eof; i++) {
+        uv_run(&loop2, UV_RUN_NOWAIT);
+        ssize_t r = recv(fds[n - 1], g.buf, sizeof g.buf, 0);
+        if (r == 0 || (r < 0 && errno != EAGAIN)) g.eof = true;
+        usleep(1000);
+    }
+    assert_true(g.eof); /* the one over the cap */
+    g = (struct got){.len = 0};
+    say(fds[0], "INFO\r\n");
+    for (int i = 0; i < 2000 && !strstr(g.buf, "connections_cut_off"); i++) {
+        uv_run(&loop2, UV_RUN_NOWAIT);
+        ssize_t r = recv(fds[0], g.buf + g.len, sizeof g.buf - 1 - g.len, 0);
+        if (r > 0) g.len += (size_t)r;
+        g.buf[g.len] = '\0';
+        usleep(500);
+    }
+    assert_non_null(strstr(g.buf, "\r\nconnections:136\r\nconnections_max:136\r\n"));
+    assert_non_null(strstr(g.buf, "\r\nconnections_rejected:1\r\n"));
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    rd_query_close(q2);
+    run_until_idle(&loop2);
+    assert_int_equal(uv_loop_close(&loop2), 0);
+}
+
+/* A directory others may write to is refused; one with the sticky bit is fine; a missing
+ * one is created 0750. */
+static void test_query_socket_directory_must_be_safe(void **state)
+{
+    struct fixture *f = *state;
+    char dir[64], path[96], err[256];
+    struct rd_query *q2 = NULL;
+    uv_loop_t loop2;
+    assert_int_equal(uv_loop_init(&loop2), 0);
+    snprintf(dir, sizeof dir, "%s/d", f->dir);
+    snprintf(path, sizeof path, "%s/x.sock", dir);
+
+    assert_int_equal(rd_query_start(&loop2, &f->host, path, 0600, NULL, &q2, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0750);
+    rd_query_close(q2);
+    run_until_idle(&loop2);
+
+    static const struct {
+        mode_t mode;
+        bool ok;
+    } modes[] = {{0777, false}, {0770, false}, {0757, false}, {01777, true}, {0755, true}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(dir, modes[i].mode), 0);
+        q2 = NULL;
+        int rc = rd_query_start(&loop2, &f->host, path, 0600, NULL, &q2, err, sizeof err);
+        print_message("mode %04o: %d %s\n", (unsigned)modes[i].mode, rc, rc ? err : "");
+        if (modes[i].ok) {
+            assert_int_equal(rc, 0);
+            rd_query_close(q2);
+            run_until_idle(&loop2);
+            continue;
+        }
+        assert_int_equal(rc, RD_EINVAL);
+        assert_null(q2);
+        char want[160];
+        snprintf(want, sizeof want,
+                 "socket directory %s is writable by others (mode %04o, no sticky bit): "
+                 "refusing it",
+                 dir, (unsigned)modes[i].mode);
+        assert_string_equal(err, want);
+    }
+    if (geteuid() == 0) { /* owned by another user */
+        assert_int_equal(chmod(dir, 0755), 0);
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        assert_int_equal(rd_query_start(&loop2, &f->host, path, 0600, NULL, &q2, err, sizeof err),
+                         RD_EINVAL);
+        assert_non_null(strstr(err, "is owned by uid 65534, neither root nor this agent's user"));
+    }
+    run_until_idle(&loop2);
+    assert_int_equal(uv_loop_close(&loop2), 0);
+    rmdir(dir);
+}
+
+/* An admin group that does not exist stops the start; a numeric gid need not exist. */
+static void test_query_admin_group_is_resolved_at_start(void **state)
+{
+    struct fixture *f = *state;
+    char path[96], err[256];
+    struct rd_query *q2 = NULL;
+    uv_loop_t loop2;
+    assert_int_equal(uv_loop_init(&loop2), 0);
+    snprintf(path, sizeof path, "%s/g.sock", f->dir);
+    assert_int_equal(
+        rd_query_start(&loop2, &f->host, path, 0600, "no-such-group-rd", &q2, err, sizeof err),
+        RD_EINVAL);
+    assert_string_equal(err, "admin group no-such-group-rd does not exist");
+    assert_int_equal(rd_query_start(&loop2, &f->host, path, 0600, "4242424", &q2, err, sizeof err),
+                     0);
+    rd_query_close(q2);
+    run_until_idle(&loop2);
+    assert_int_equal(rd_query_start(&loop2, &f->host, path, 0600, "root", &q2, err, sizeof err), 0);
+    rd_query_close(q2);
+    run_until_idle(&loop2);
+    assert_int_equal(uv_loop_close(&loop2), 0);
 }
 
 int main(void)
@@ -509,6 +764,13 @@ int main(void)
         T(test_query_close_with_connections_in_every_state),
         T(test_query_refuses_a_live_socket_and_a_plain_file_replaces_a_stale_one),
         T(test_query_socket_has_the_mode_asked_for),
+        T(test_query_may_change_table),
+        T(test_query_stranger_gets_noperm_and_keeps_reading),
+        T(test_query_join_resolves_then_answers_in_order),
+        T(test_query_close_while_join_resolves),
+        T(test_query_connection_cap_follows_the_fd_limit),
+        T(test_query_socket_directory_must_be_safe),
+        T(test_query_admin_group_is_resolved_at_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
