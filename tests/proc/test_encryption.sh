@@ -76,6 +76,7 @@ start wrong-key $((PORT0 + 3)) --keyring-file "$DIR/ring-b" --cluster blue --joi
 if wait_for 10 grows "$A-1" nokey "$n0" >/dev/null; then ok "another key's packets are counted as no key matched ($n0 -> $(drops "$A-1" nokey))"; else fail "another key's packets were not counted"; fi
 sleep 3
 check "the agent with another key never joins" alone wrong-key
+pid=$(pid_of wrong-key); kill -TERM "$pid"; wait "$pid" # its packets must not count below
 
 n0=$(drops "$A-1" nokey)
 start red-cluster $((PORT0 + 4)) --keyring-file "$DIR/keys-a" --cluster red --join "127.0.0.1:$PORT0" || exit 1
