@@ -536,7 +536,8 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FUINT("incarnation", self.incarnation), RD_FUINT("pid", (uint64_t)getpid()));
     char fp[RD_KEY_FINGERPRINT_LEN + 1] = "none";
     if (a->cfg.keyring.nkeys) rd_keyring_fingerprint(a->cfg.keyring.keys[0], fp);
-    rd_logf(a->cfg.keyring.nkeys ? RD_LOG_INFO : RD_LOG_WARN,
+    /* in the clear is worth a warning only where it was asked for: off loopback */
+    rd_logf(a->cfg.insecure_gossip && !a->cfg.keyring.nkeys ? RD_LOG_WARN : RD_LOG_INFO,
             a->cfg.keyring.nkeys ? "gossip sealed" : "gossip in the clear",
             RD_FSTR("cluster", a->cfg.cluster), RD_FUINT("keys", a->cfg.keyring.nkeys),
             RD_FSTR("primary_key", fp));
