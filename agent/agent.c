@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "envelope.h"
 #include "log.h"
 #include "query.h"
 #include "rd_err.h"
@@ -61,8 +62,11 @@ struct rd_agent {
     uint64_t start_ms;
     struct rd_member *rx_members; /* decoder scratch for one datagram */
     uint64_t malformed_packets;
+    struct rd_envelope_drops dropped; /* datagrams refused by the envelope rule */
     char udp_buf[65536];
-    char tx_buf[RD_PACKET_BUDGET];
+    char rx_plain[65536];            /* an opened datagram */
+    char tx_plain[RD_PACKET_BUDGET]; /* an encoded packet, before sealing */
+    char tx_buf[RD_DATAGRAM_MAX];    /* what goes on the wire */
 };
 
 static uint64_t now_ms(void)
@@ -248,7 +252,11 @@ static void flush(struct rd_agent *a)
     struct rd_packet pkt;
     while (rd_swim_poll_send(a->swim, now, &to, &pkt)) {
         size_t len;
-        if (rd_wire_encode(&pkt, a->tx_buf, sizeof a->tx_buf, &len) < 0) {
+        const struct rd_keyring *kr = &a->cfg.keyring;
+        char *plain = kr->nkeys ? a->tx_plain : a->tx_buf;
+        if (rd_wire_encode(&pkt, plain, sizeof a->tx_plain, &len) < 0 ||
+            (kr->nkeys && rd_envelope_seal(kr->keys[0], a->cfg.cluster, plain, len, a->tx_buf,
+                                           sizeof a->tx_buf, &len) < 0)) {
             rd_logf(RD_LOG_ERROR, "packet over budget dropped", RD_FUINT("members", pkt.nmembers));
             continue;
         }
@@ -317,11 +325,17 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
     struct rd_agent *a = u->data;
     if (n <= 0 || !from) return;
     struct rd_packet pkt;
-    const char *reason;
+    const char *reason, *body = NULL;
+    size_t len = 0;
     struct rd_addr src;
-    if ((flags & UV_UDP_PARTIAL) || rd_addr_from_sockaddr(from, &src) < 0 ||
-        rd_wire_decode(b->base, (size_t)n, &pkt, a->rx_members, RD_PACKET_MAX_MEMBERS, &reason) <
-            0) {
+    const struct rd_keyring *kr = &a->cfg.keyring;
+    enum rd_envelope_verdict v = RD_ENVELOPE_MALFORMED;
+    if (!(flags & UV_UDP_PARTIAL))
+        v = rd_envelope_accept(kr->keys, kr->nkeys, a->cfg.cluster, b->base, (size_t)n, a->rx_plain,
+                               sizeof a->rx_plain, &body, &len);
+    if (rd_envelope_drop_count(&a->dropped, v)) return; /* sealed or plain against the rule */
+    if (v != RD_ENVELOPE_OK || rd_addr_from_sockaddr(from, &src) < 0 ||
+        rd_wire_decode(body, len, &pkt, a->rx_members, RD_PACKET_MAX_MEMBERS, &reason) < 0) {
         a->malformed_packets++; /* counted and dropped: the network is not trusted */
         return;
     }
@@ -379,6 +393,8 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .weight = a->cfg.weight,
         .packets_malformed = a->malformed_packets,
         .syncs_malformed = rd_sync_malformed(a->sync),
+        .packets_dropped = a->dropped,
+        .syncs_dropped = rd_sync_dropped(a->sync),
     };
 }
 
@@ -495,6 +511,7 @@ int rd_agent_run(const struct rd_agent_config *config)
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
         goto out;
     }
+    rd_sync_set_envelope(a->sync, &a->cfg.keyring, a->cfg.cluster);
     struct rd_query_host host = {.ctx = a,
                                  .ring = host_ring,
                                  .swim = host_swim,
@@ -527,6 +544,13 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("advertise", rd_addr_format(&self.addr, addr, sizeof addr)),
             RD_FSTR("socket", a->cfg.socket_path), RD_FUINT("vnodes", a->cfg.vnodes),
             RD_FUINT("incarnation", self.incarnation), RD_FUINT("pid", (uint64_t)getpid()));
+    char fp[RD_KEY_FINGERPRINT_LEN + 1] = "none";
+    if (a->cfg.keyring.nkeys) rd_keyring_fingerprint(a->cfg.keyring.keys[0], fp);
+    /* in the clear is worth a warning only where it was asked for: off loopback */
+    rd_logf(a->cfg.insecure_gossip && !a->cfg.keyring.nkeys ? RD_LOG_WARN : RD_LOG_INFO,
+            a->cfg.keyring.nkeys ? "gossip sealed" : "gossip in the clear",
+            RD_FSTR("cluster", a->cfg.cluster), RD_FUINT("keys", a->cfg.keyring.nkeys),
+            RD_FSTR("primary_key", fp));
     rebuild_ring(a); /* the ring of one: ourselves */
     struct rd_addr seeds[RD_JOIN_MAX];
     size_t nseeds = 0;

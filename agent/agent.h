@@ -12,10 +12,12 @@
  *     ├─► log.c     one logfmt or JSON line per event
  *     └─► addr.c    "host:port" text, resolution, rd_addr <-> sockaddr
  *   config.c  `ringd agent` flags and config file, into struct rd_agent_config
- * Planned next, each its own file beside these: keyring.c (gossip encryption keys),
- * snapshot.c (member table saved across restarts), handlers.c (event handlers run on
- * membership changes), dns.c (seeds resolved by DNS without blocking the loop), metrics.c
- * (the Prometheus endpoint); the socket's pub/sub stays in query.c.
+ *     └─► keyring.c  the gossip keys (--keyring-file), handed to agent.c and sync.c,
+ *                    which seal and open through proto/envelope.c
+ * Planned next, each its own file beside these: snapshot.c (member table saved across
+ * restarts), handlers.c (event handlers run on membership changes), dns.c (seeds resolved
+ * by DNS without blocking the loop), metrics.c (the Prometheus endpoint); the socket's
+ * pub/sub stays in query.c.
  *
  * The client side, `ringd members | owner | info | watch | join | leave` and the `ringd`
  * entry point, lives in cli/: it talks to this daemon only through the query socket and

@@ -32,6 +32,7 @@ enum option_kind {
     OPT_ONE,  /* given twice, the last value wins */
     OPT_MANY, /* repeatable: each use adds a value */
     OPT_FILE, /* reads more options from a file; refused inside one */
+    OPT_FLAG, /* a switch: `--opt` alone means true; `--opt=V` and `opt = V` take true/false */
 };
 
 struct option_def;
@@ -168,9 +169,8 @@ static int set_zone(const struct option_def *o, struct rd_agent_config *cfg, con
                     char *err, size_t errlen)
 {
     if (!rd_zone_valid(val, strlen(val)))
-        return refuse(o, err, errlen,
-                      "'%s' is not a valid zone (up to %d of A-Z a-z 0-9 . _ - : @)", val,
-                      RD_ZONE_MAX);
+        return refuse(o, err, errlen, "'%s' is not a valid %s (up to %d of A-Z a-z 0-9 . _ - : @)",
+                      val, o->name, RD_ZONE_MAX);
     strcpy(FIELD(char, cfg, o), val);
     return 0;
 }
@@ -218,6 +218,27 @@ static int set_seed(const struct option_def *o, struct rd_agent_config *cfg, con
     return 0;
 }
 
+static int set_path(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                    char *err, size_t errlen)
+{
+    if (!*val || strlen(val) >= sizeof cfg->keyring_path)
+        return refuse(o, err, errlen, "path must be 1 to %zu bytes", sizeof cfg->keyring_path - 1);
+    strcpy(FIELD(char, cfg, o), val);
+    return 0;
+}
+
+static int set_bool(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                    char *err, size_t errlen)
+{
+    if (strcmp(val, "true") == 0)
+        *FIELD(bool, cfg, o) = true;
+    else if (strcmp(val, "false") == 0)
+        *FIELD(bool, cfg, o) = false;
+    else
+        return refuse(o, err, errlen, "'%s' is not true or false", val);
+    return 0;
+}
+
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen);
 
@@ -256,6 +277,13 @@ static const struct option_def options[] = {
      "no 'option: value', no --config inside; lines up to " RD_STR(CONFIG_LINE_BYTES) " bytes"},
     {"seed", "N", OPT_ONE, AT(seed), "0", "from the clock", set_seed,
      "seed of the random generator"},
+    {"keyring-file", "PATH", OPT_ONE, AT(keyring_path), NULL, "none: gossip in the clear", set_path,
+     "gossip keys, one base64 key per line (ringd keygen), the first\n"
+     "seals; mode 0600 or stricter"},
+    {"cluster", "NAME", OPT_ONE, AT(cluster), NULL, "none", set_zone,
+     "cluster label sealed into every packet: other clusters never merge"},
+    {"insecure-gossip", "", OPT_FLAG, AT(insecure_gossip), NULL, NULL, set_bool,
+     "allow gossip in the clear on an address that is not loopback"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -275,7 +303,7 @@ void rd_config_usage(FILE *out)
     for (size_t i = 0; i < NOPTIONS; i++) {
         const struct option_def *o = &options[i];
         char left[64];
-        snprintf(left, sizeof left, "--%s %s", o->name, o->arg);
+        snprintf(left, sizeof left, o->arg[0] ? "--%s %s" : "--%s", o->name, o->arg);
         fprintf(out, "  %-28s ", left);
         for (const char *h = o->help; *h; h++) {
             if (*h == '\n')
@@ -542,6 +570,11 @@ int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *er
             val = eq + 1;
         } else {
             snprintf(name, sizeof name, "%s", a + 2);
+            const struct option_def *o = find_option(name);
+            if (o && o->kind == OPT_FLAG) {
+                if (apply(cfg, name, "true", false, err, errlen) < 0) return RD_EINVAL;
+                continue;
+            }
             if (i + 1 >= argc) {
                 snprintf(err, errlen,
                          find_option(name) ? "--%s needs a value" : "unknown option --%s", name);
@@ -552,4 +585,23 @@ int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *er
         if (apply(cfg, name, val, false, err, errlen) < 0) return RD_EINVAL;
     }
     return finish(cfg, err, errlen);
+}
+
+static bool is_loopback(const struct rd_addr *a)
+{
+    static const uint8_t v6_loopback[16] = {[15] = 1};
+    return (a->family == 4 && a->ip[0] == 127) ||
+           (a->family == 6 && memcmp(a->ip, v6_loopback, 16) == 0);
+}
+
+int rd_config_secure(struct rd_agent_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->keyring_path[0]) return rd_keyring_load(&cfg->keyring, cfg->keyring_path, err, errlen);
+    if (!cfg->insecure_gossip && (!is_loopback(&cfg->bind) || !is_loopback(&cfg->advertise))) {
+        snprintf(err, errlen,
+                 "gossip on a non-loopback address needs --keyring-file PATH (ringd keygen "
+                 "makes a key), or --insecure-gossip to send it in the clear");
+        return RD_EINVAL;
+    }
+    return 0;
 }

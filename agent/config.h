@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "addr.h"
+#include "keyring.h"
 #include "log.h"
 #include "member.h"
 #include "query.h"
@@ -44,7 +45,11 @@ struct rd_agent_config {
     char tags[RD_TAGS_MAX + 1];
     enum rd_log_format log_format;
     enum rd_log_level log_level;
-    uint64_t seed; /* 0: from the clock and pid */
+    uint64_t seed;                 /* 0: from the clock and pid */
+    char keyring_path[4096];       /* empty: no keyring, gossip in the clear */
+    char cluster[RD_ZONE_MAX + 1]; /* label bound into every sealed packet */
+    bool insecure_gossip;          /* allow plain gossip on a non-loopback address */
+    struct rd_keyring keyring;     /* loaded by rd_config_secure() */
 };
 
 /**
@@ -61,6 +66,13 @@ int rd_config_defaults(struct rd_agent_config *cfg, char *err, size_t errlen);
  */
 int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char *err,
                    size_t errlen);
+/**
+ * The gossip security checks, after rd_config_parse() and before anything is bound: loads
+ * --keyring-file into cfg->keyring, and refuses plain gossip on an address that is not
+ * loopback (bind or advertise) unless --insecure-gossip. Returns 0 or RD_EINVAL with one
+ * line in err; main() exits 2 on it, as for a bad flag.
+ */
+int rd_config_secure(struct rd_agent_config *cfg, char *err, size_t errlen);
 /** Prints the `ringd agent` options. */
 void rd_config_usage(FILE *out);
 /** Parses a weight like "1", "0.5", "2.125" into fixed point; -1 if invalid. */

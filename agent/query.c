@@ -497,7 +497,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
     rd_swim_counts(s, counts);
     const struct rd_member *me = rd_swim_self(s);
     const struct rd_swim_stats *ss = rd_swim_stats(s);
-    char addr[RD_ADDR_STRLEN], text[2048];
+    char addr[RD_ADDR_STRLEN], text[2560];
     rd_addr_format(&me->addr, addr, sizeof addr);
     int n = snprintf(
         text, sizeof text,
@@ -510,17 +510,23 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\n"
         "health:%u\r\njoined:%d\r\n"
         "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
+        "packets_dropped_nokey:%" PRIu64 "\r\npackets_dropped_plain:%" PRIu64
+        "\r\npackets_dropped_sealed:%" PRIu64 "\r\n"
         "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
         "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
         "syncs_malformed:%" PRIu64 "\r\n"
+        "syncs_dropped_nokey:%" PRIu64 "\r\nsyncs_dropped_plain:%" PRIu64
+        "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
         counts[RD_SUSPECT], counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(s), st.ring_version,
         rd_ring_checksum(ring), rd_ring_member_count(ring), rd_ring_point_count(ring), st.vnodes,
         st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s),
-        ss->packets_in, ss->packets_out, st.packets_malformed, ss->probes, ss->probes_failed,
-        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed, q->nconns,
+        ss->packets_in, ss->packets_out, st.packets_malformed, st.packets_dropped.nokey,
+        st.packets_dropped.plain, st.packets_dropped.sealed, ss->probes, ss->probes_failed,
+        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed,
+        st.syncs_dropped.nokey, st.syncs_dropped.plain, st.syncs_dropped.sealed, q->nconns,
         q->max_conns, q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);

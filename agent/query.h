@@ -19,6 +19,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "envelope.h"
 #include "member.h"
 
 struct rd_query;
@@ -33,6 +34,8 @@ struct rd_query_status {
     uint32_t weight;            /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
     uint64_t packets_malformed; /**< datagrams dropped undecoded */
     uint64_t syncs_malformed;   /**< sync frames dropped undecoded */
+    struct rd_envelope_drops packets_dropped; /**< datagrams refused by the envelope rule */
+    struct rd_envelope_drops syncs_dropped;   /**< sync frames refused by it */
 };
 
 /**

@@ -23,6 +23,8 @@
 
 #include "addr.h"
 #include "buf.h"
+#include "envelope.h"
+#include "keyring.h"
 #include "log.h"
 #include "rd_err.h"
 #include "swim.h"
@@ -56,6 +58,9 @@ struct rd_sync {
     size_t handles;  /* open handles: the listener and two a connection */
     bool closing;    /* rd_sync_close was called */
     uint64_t malformed;
+    struct rd_envelope_drops dropped;
+    const struct rd_keyring *keyring; /* no keys: frames in the clear */
+    const char *label;
     char read_buf[RD_SYNC_READ_CHUNK];
 };
 
@@ -137,18 +142,24 @@ static struct sync_conn *conn_new(struct rd_sync *s, bool outgoing)
 
 /* ---------------------------------------------------------------- sending */
 
-/* Encodes our full state as one frame into *out; 0 or RD_ENOMEM / RD_E2BIG. */
-static int encode_state(struct rd_swim *swim, uint8_t flags, char **out, size_t *len)
+/* Encodes our full state as one frame into *out, sealed when we have keys; 0 or RD_ENOMEM /
+ * RD_E2BIG. */
+static int encode_state(const struct rd_sync *s, uint8_t flags, char **out, size_t *len)
 {
     struct rd_packet pkt;
-    rd_swim_sync_state(swim, flags, &pkt);
+    rd_swim_sync_state(s->swim, flags, &pkt);
     size_t cap = RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX;
     for (size_t i = 0; i < pkt.nmembers; i++)
         cap += rd_wire_member_size_max(&pkt.members[i]);
-    char *buf = malloc(RD_WIRE_FRAME_PREFIX + cap);
-    if (!buf) return RD_ENOMEM;
+    bool seal = s->keyring && s->keyring->nkeys;
+    char *buf = malloc(RD_WIRE_FRAME_PREFIX + cap + RD_ENVELOPE_OVERHEAD);
+    char *plain = seal ? malloc(cap) : buf + RD_WIRE_FRAME_PREFIX;
     size_t body;
-    int rc = rd_wire_encode(&pkt, buf + RD_WIRE_FRAME_PREFIX, cap, &body);
+    int rc = buf && plain ? rd_wire_encode(&pkt, plain, cap, &body) : RD_ENOMEM;
+    if (rc == 0 && seal)
+        rc = rd_envelope_seal(s->keyring->keys[0], s->label, plain, body,
+                              buf + RD_WIRE_FRAME_PREFIX, cap + RD_ENVELOPE_OVERHEAD, &body);
+    if (seal) free(plain);
     if (rc < 0) {
         free(buf);
         return rc;
@@ -176,7 +187,7 @@ static void sync_written(uv_write_t *w, int status)
 static int sync_send(struct sync_conn *c, uint8_t flags)
 {
     size_t len;
-    int rc = encode_state(c->s->swim, flags, &c->out, &len);
+    int rc = encode_state(c->s, flags, &c->out, &len);
     if (rc < 0) return rc;
     uv_buf_t b = uv_buf_init(c->out, (unsigned)len);
     c->write.data = c;
@@ -198,10 +209,27 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
     /* the frame's length bounds how many records it can hold, hence the scratch we need */
     size_t cap = len / RD_WIRE_MEMBER_MIN + 1;
     if (cap > RD_MAX_MEMBERS) cap = RD_MAX_MEMBERS;
+    const struct rd_keyring *kr = s->keyring;
+    size_t nkeys = kr ? kr->nkeys : 0, plen = 0;
+    char *opened = nkeys ? malloc(len) : NULL;
+    const char *plain = NULL;
+    enum rd_envelope_verdict v = RD_ENVELOPE_MALFORMED;
+    if (!nkeys || opened)
+        v = rd_envelope_accept(nkeys ? kr->keys : NULL, nkeys, s->label, body, len, opened, len,
+                               &plain, &plen);
+    if (rd_envelope_drop_count(&s->dropped, v)) {
+        free(opened);
+        sync_finish(c, false);
+        return;
+    }
     struct rd_member *members = malloc(cap * sizeof *members);
     struct rd_packet pkt;
-    const char *reason = "out of memory";
-    if (!members || rd_wire_decode(body, len, &pkt, members, cap, &reason) < 0) {
+    const char *reason = v == RD_ENVELOPE_OK ? "out of memory" : "bad envelope";
+    int rc = RD_EPROTO;
+    if (members && v == RD_ENVELOPE_OK)
+        rc = rd_wire_decode(plain, plen, &pkt, members, cap, &reason);
+    free(opened);
+    if (rc < 0) {
         s->malformed++;
         char addr[RD_ADDR_STRLEN];
         rd_logf(RD_LOG_DEBUG, "malformed sync dropped", RD_FSTR("reason", reason),
@@ -337,6 +365,17 @@ int rd_sync_start(uv_loop_t *loop, struct rd_swim *swim, const struct rd_addr *b
 uint64_t rd_sync_malformed(const struct rd_sync *s)
 {
     return s->malformed;
+}
+
+struct rd_envelope_drops rd_sync_dropped(const struct rd_sync *s)
+{
+    return s->dropped;
+}
+
+void rd_sync_set_envelope(struct rd_sync *s, const struct rd_keyring *kr, const char *label)
+{
+    s->keyring = kr;
+    s->label = label;
 }
 
 void rd_sync_close(struct rd_sync *s)

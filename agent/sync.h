@@ -18,8 +18,10 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "envelope.h"
 #include "member.h"
 
+struct rd_keyring;
 struct rd_swim;
 struct rd_sync;
 
@@ -38,10 +40,18 @@ typedef void (*rd_sync_changed_fn)(void *ctx);
 int rd_sync_start(uv_loop_t *loop, struct rd_swim *swim, const struct rd_addr *bind,
                   rd_sync_changed_fn changed, void *ctx, struct rd_sync **out, char *err,
                   size_t errlen);
+/**
+ * Seals every frame sent with the first key of `kr` and accepts only frames one of its
+ * keys opens under `label` (proto/envelope.h); with no keys, frames go in the clear and
+ * sealed ones are refused. Both are kept by pointer and must outlive `s`.
+ */
+void rd_sync_set_envelope(struct rd_sync *s, const struct rd_keyring *kr, const char *label);
 /** Opens a sync with `to`; a failure is reported to the core (rd_swim_sync_failed). */
 void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to);
 /** Frames refused so far: a bad length prefix or a packet that does not decode. */
 uint64_t rd_sync_malformed(const struct rd_sync *s);
+/** Frames refused by the envelope rule so far, by reason. */
+struct rd_envelope_drops rd_sync_dropped(const struct rd_sync *s);
 /**
  * Stops listening and closes every connection without touching the core again. The
  * memory goes when the loop has run the close callbacks.

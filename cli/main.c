@@ -5,12 +5,14 @@
  * It is the one place where RD_E* codes become exit statuses: 0 done, 2 a bad command
  * line, 1 anything else (the agent could not start, could not be reached, or said no).
  */
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "agent.h"
 #include "client.h"
 #include "config.h"
+#include "keyring.h"
 #include "rd_err.h"
 
 static void usage(FILE *out)
@@ -27,6 +29,7 @@ static void usage(FILE *out)
             "  watch      stream membership and ring changes\n"
             "  join ADDR  join a cluster through ADDR\n"
             "  leave      make the agent leave the cluster gracefully and exit\n"
+            "  keygen     print a new random gossip key (base64) for --keyring-file\n"
             "  version    print the version\n\n"
             "Client commands take --socket PATH (or RINGD_SOCKET; default %s)\n"
             "and --json where they print tables.\n",
@@ -39,6 +42,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (sodium_init() < 0) {
+        fprintf(stderr, "ringd: libsodium could not start\n");
+        return 1;
+    }
     const char *cmd = argv[1];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
@@ -48,11 +55,18 @@ int main(int argc, char **argv)
         puts("ringd " RINGD_VERSION);
         return 0;
     }
+    if (strcmp(cmd, "keygen") == 0) {
+        char key[RD_KEY_BASE64_LEN + 1];
+        rd_keyring_generate(key);
+        puts(key);
+        return 0;
+    }
     if (strcmp(cmd, "agent") == 0) {
         struct rd_agent_config cfg;
         char err[512];
         int rc = rd_config_parse(&cfg, argc - 1, argv + 1, err, sizeof err);
         if (rc == 1) return 0;
+        if (rc == 0) rc = rd_config_secure(&cfg, err, sizeof err);
         if (rc < 0) {
             fprintf(stderr, "ringd agent: %s\n", err);
             return 2;

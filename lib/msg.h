@@ -15,8 +15,12 @@
 
 #include "member.h"
 
-/** UDP payload budget for one packet, header included. */
-#define RD_PACKET_BUDGET 1400
+/** Largest UDP datagram ringd sends: below any path MTU, as memberlist assumes. */
+#define RD_DATAGRAM_MAX 1400
+/** Bytes of every datagram and sync frame kept for the envelope (proto/envelope.h). */
+#define RD_ENVELOPE_RESERVE 44
+/** What the core may fill: the datagram less the envelope, sealed or not. */
+#define RD_PACKET_BUDGET (RD_DATAGRAM_MAX - RD_ENVELOPE_RESERVE)
 /** Control messages in one packet. */
 #define RD_PACKET_MAX_MSGS 4
 /** Member records in one UDP packet; the core sends at most this many, decoders refuse more. */

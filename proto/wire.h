@@ -54,6 +54,8 @@
 #define RD_WIRE_VERSION 1
 /** Bytes before the msgpack body: 'R', 'D', version, flags. */
 #define RD_WIRE_MAGIC_LEN 4
+/** Header flag: the rest is sealed (proto/envelope.h); rd_wire_decode() refuses it. */
+#define RD_WIRE_FLAG_SEALED 0x01
 
 /** Most unknown trailing elements skipped at the end of one packet, msg or member array. */
 #define RD_WIRE_EXTRA_MAX 8
@@ -113,11 +115,11 @@
 /**
  * Largest packet carried in one TCP frame (the length prefix not included): the header,
  * RD_PACKET_MAX_MSGS msgs (a SYNC frame carries at least its SYNC msg) and RD_MAX_MEMBERS
- * members of the worst case.
+ * members of the worst case, plus the envelope around it when the frame is sealed.
  */
 #define RD_WIRE_FRAME_MAX                                                                          \
     (RD_WIRE_HEADER_WORST + RD_PACKET_MAX_MSGS * RD_WIRE_MSG_WORST +                               \
-     RD_MAX_MEMBERS * RD_WIRE_MEMBER_MAX)
+     RD_MAX_MEMBERS * RD_WIRE_MEMBER_MAX + RD_ENVELOPE_RESERVE)
 
 /**
  * Encodes `p` into `buf[0..cap)` and stores the encoded length in `*len`.

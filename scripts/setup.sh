@@ -2,7 +2,7 @@
 # Installs what ringd needs to build, test and demo on Debian 12 (run as root, or with sudo).
 # Idempotent and quiet: packages already present are not fetched again.
 set -eu
-pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev
+pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev
       libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
       netcat-openbsd serf clang libclang-rt-14-dev clang-format"
 missing=""

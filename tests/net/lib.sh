@@ -121,7 +121,7 @@ start() {
   rm -f "$(sock "$i")"
   # shellcheck disable=SC2046
   nice -n "$NICE" ip netns exec "$(ns "$i")" "$RINGD" agent --name "$(name "$i")" \
-    --bind "$(addr "$i"):$PORT" --socket "$(sock "$i")" $(join_flags "$i") \
+    --bind "$(addr "$i"):$PORT" --insecure-gossip --socket "$(sock "$i")" $(join_flags "$i") \
     --log-level "${LOG_LEVEL:-info}" 2>>"$(logf "$i")" &
   pid=$!
   PIDS="$PIDS $pid"

@@ -66,7 +66,9 @@ static void fake_status(void *ctx, struct rd_query_status *out)
                                     .vnodes = 64,
                                     .weight = 2500,
                                     .packets_malformed = 5,
-                                    .syncs_malformed = 6};
+                                    .syncs_malformed = 6,
+                                    .packets_dropped = {.nokey = 7, .plain = 8, .sealed = 9},
+                                    .syncs_dropped = {.nokey = 10, .plain = 11, .sealed = 12}};
 }
 
 /* Publishes an event from inside the request, as the real agent's flush() does. */
@@ -332,7 +334,7 @@ static void test_query_info_formats_every_field_in_order(void **state)
     say(fd, "WATCH\r\nINFO server\r\n");
     hear_until(f, fd, &g, "\r\n\r\n"); /* the text's last CRLF, then the bulk's */
     const struct rd_ring *ring = f->agent.ring;
-    char text[2048], want[2200];
+    char text[2400], want[2600];
     int n =
         snprintf(text, sizeof text,
                  "# ringd\r\nname:m1\r\naddr:127.0.0.1:7946\r\nstatus:alive\r\n"
@@ -341,9 +343,12 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
                  "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nhealth:%u\r\n"
                  "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
+                 "packets_dropped_nokey:7\r\npackets_dropped_plain:8\r\n"
+                 "packets_dropped_sealed:9\r\n"
                  "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
-                 "syncs_failed:0\r\nsyncs_malformed:6\r\nconnections:1\r\nconnections_max:%zu\r\n"
-                 "watchers:1\r\n"
+                 "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_dropped_nokey:10\r\n"
+                 "syncs_dropped_plain:11\r\nsyncs_dropped_sealed:12\r\n"
+                 "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
                  rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim), fd_cap());
