@@ -64,7 +64,12 @@ static void fake_status(void *ctx, struct rd_query_status *out)
                                     .vnodes = 64,
                                     .weight = 2500,
                                     .packets_malformed = 5,
-                                    .syncs_malformed = 6};
+                                    .syncs_malformed = 6,
+                                    .syncs_oversize = 7,
+                                    .syncs_refused_source = 8,
+                                    .syncs_refused_full = 9,
+                                    .syncs_timed_out_header = 10,
+                                    .syncs_timed_out_frame = 11};
 }
 
 /* Publishes an event from inside the request, as the real agent's flush() does. */
@@ -316,7 +321,9 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nhealth:%u\r\n"
                  "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
                  "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
-                 "syncs_failed:0\r\nsyncs_malformed:6\r\nconnections:1\r\nwatchers:1\r\n"
+                 "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_oversize:7\r\n"
+                 "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
+                 "syncs_timed_out_frame:11\r\nconnections:1\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
                  rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim));
