@@ -1,0 +1,174 @@
+#!/bin/bash
+# test_sync_limits.sh RINGD — hostile clients of the TCP sync port (agent/sync.h's limits)
+# against real agents on loopback:
+#   (a) idle connections do not lock a joiner out: 40 from one source, reopened as soon as
+#       they are closed, against one seed; 40 from 20 sources (2 each), held, against
+#       another; a new agent joins each within JOIN_S. And while 20 sources keep the
+#       strangers' slots full, a member's sync is still served;
+#   (b) a connection that sends nothing is closed at the header deadline;
+#   (c) a length prefix announcing one byte more than the largest legal SYNC is refused at
+#       once, and so is an empty frame's;
+#   (d) a sender that trickles a legal-size frame is cut at the frame deadline;
+#   (e) INFO counts each of these by reason, and the log says why once per reason.
+# The attackers connect from 127.0.0.2 and up, the agents (and so the joiners) use
+# 127.0.0.1: each is a source of its own. Helper: tests/proc/sync_client.py.
+set -u
+RINGD=$1
+. "$(dirname "$0")/lib.sh"
+command -v python3 >/dev/null || { echo "python3 not found"; exit 1; }
+PY=$(python3 -c 'import sys; print(sys.executable)')
+C="$(cd "$(dirname "$0")" && pwd)/sync_client.py"
+
+# The numbers under test (agent/sync.h, proto/wire.h).
+HEADER_MS=1000    # RD_SYNC_HEADER_TIMEOUT_MS
+FRAME_MS=5000     # RD_SYNC_TIMEOUT_MS
+MAX_STRANGERS=24  # RD_SYNC_MAX_STRANGERS
+PER_SOURCE=2      # RD_SYNC_MAX_PER_SOURCE
+FRAME_MAX=$((77 + 104 + 16384 * 460)) # RD_WIRE_FRAME_MAX: header + SYNC msg + full table
+# A join normally takes well under a second here; a joiner refused once retries 1 s later
+# (then 2 s, 4 s): this leaves it one refusal and the retry, not the 5 s it would take for
+# idle connections to time out on their own.
+JOIN_S=5
+SLACK_MS=700 # scheduling slack on a loaded 2-core host, sanitizer build
+
+kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+between() { [ "$1" -ge "$2" ] 2>/dev/null && [ "$1" -le "$3" ]; }
+# lines NAME REASON: how many "sync refused" lines with that reason NAME's log has
+lines() { grep -c "msg=\"sync refused\" reason=\"$2\"" "$DIR/$1.log"; }
+
+ulimit -n 4096 2>/dev/null || true
+
+# ---------------------------------------------------------------- (a) one source, reconnecting
+start s1 "$PORT0" || exit 1
+R1=$DIR/hold1.ready
+"$PY" "$C" hold "$PORT0" 127.0.0.4 40 8 "$R1" reconnect >"$DIR/hold1.out" &
+H1=$!
+PIDS="$PIDS $H1"
+for _ in $(seq 50); do [ -s "$R1" ] && break; sleep 0.1; done
+echo "# 40 connections from 127.0.0.4 to s1: $(cat "$R1" 2>/dev/null)"
+t0=$(now_ms)
+start j1 $((PORT0 + 1)) --join "127.0.0.1:$PORT0" || exit 1
+joined1() { [ "$(info s1 members_alive)" = 2 ] && [ "$(info j1 members_alive)" = 2 ]; }
+if t=$(wait_for $JOIN_S joined1); then
+  ok "(a) j1 joined s1 after $(($(now_ms) - t0)) ms while 127.0.0.4 asked for 40 sync connections"
+else
+  fail "(a) j1 did not join s1 within $JOIN_S s while 127.0.0.4 asked for 40 sync connections"
+fi
+wait "$H1"
+PIDS=$(for p in $PIDS; do [ "$p" = "$H1" ] || printf " %s" "$p"; done)
+r=$(cat "$DIR/hold1.out")
+echo "# attacker: $r"
+src=$(info s1 syncs_refused_source)
+check "(e) s1 refused the source's connections past $PER_SOURCE at accept (syncs_refused_source $src)" \
+  [ "${src:-0}" -ge $((40 - PER_SOURCE)) ]
+
+# ---------------------------------------------------------------- (a) 20 sources, held
+start s2 $((PORT0 + 2)) || exit 1
+R2=$DIR/hold2.ready
+"$PY" "$C" hold $((PORT0 + 2)) 127.0.0.10-29 2 4 "$R2" >"$DIR/hold2.out" &
+H2=$!
+PIDS="$PIDS $H2"
+for _ in $(seq 50); do [ -s "$R2" ] && break; sleep 0.1; done
+echo "# 40 connections from 20 sources to s2: $(cat "$R2" 2>/dev/null)"
+t0=$(now_ms)
+start j2 $((PORT0 + 3)) --join "127.0.0.1:$((PORT0 + 2))" || exit 1
+joined2() { [ "$(info s2 members_alive)" = 2 ] && [ "$(info j2 members_alive)" = 2 ]; }
+if t=$(wait_for $JOIN_S joined2); then
+  ok "(a) j2 joined s2 after $(($(now_ms) - t0)) ms while 20 sources held 40 idle sync connections"
+else
+  fail "(a) j2 did not join s2 within $JOIN_S s while 20 sources held 40 idle sync connections"
+fi
+wait "$H2"
+PIDS=$(for p in $PIDS; do [ "$p" = "$H2" ] || printf " %s" "$p"; done)
+r=$(cat "$DIR/hold2.out")
+echo "# attackers: $r"
+full=$(info s2 syncs_refused_full)
+hdr2=$(info s2 syncs_timed_out_header)
+check "(e) s2 gave strangers $MAX_STRANGERS slots and refused the rest at accept (syncs_refused_full $full)" \
+  [ "${full:-0}" -ge $((40 - MAX_STRANGERS)) ]
+check "(e) s2 closed the $MAX_STRANGERS idle ones at the header deadline (syncs_timed_out_header $hdr2)" \
+  [ "${hdr2:-0}" -ge "$MAX_STRANGERS" ]
+
+# ---------------------------------------------------------------- (a) a member gets through
+# s2 now knows j2 (alive at 127.0.0.1). 20 sources keep asking for 40 connections, so the
+# strangers' slots stay full; a sync from j2 (a JOIN makes it open one at once) must still
+# be served, on the slots kept for members.
+R3=$DIR/hold3.ready
+"$PY" "$C" hold $((PORT0 + 2)) 127.0.0.10-29 2 4 "$R3" reconnect >"$DIR/hold3.out" &
+H3=$!
+PIDS="$PIDS $H3"
+for _ in $(seq 50); do [ -s "$R3" ] && break; sleep 0.1; done
+echo "# 40 connections from 20 sources to s2, reopened when closed: $(cat "$R3" 2>/dev/null)"
+in0=$(info s2 syncs_in)
+full0=$(info s2 syncs_refused_full)
+t0=$(now_ms)
+q j2 JOIN "127.0.0.1:$((PORT0 + 2))" >/dev/null
+synced() { [ "$(info s2 syncs_in)" -gt "$in0" ]; }
+if t=$(wait_for 2 synced); then
+  ok "(a) s2 served a sync from its member j2 after $(($(now_ms) - t0)) ms while strangers asked for 40 slots"
+else
+  fail "(a) s2 served no sync from its member j2 within 2 s while strangers asked for 40 slots"
+fi
+full1=$(info s2 syncs_refused_full)
+check "(a) ... and meanwhile refused strangers for want of a slot (syncs_refused_full $full0 -> $full1)" \
+  [ "${full1:-0}" -gt "${full0:-0}" ]
+wait "$H3"
+PIDS=$(for p in $PIDS; do [ "$p" = "$H3" ] || printf " %s" "$p"; done)
+echo "# attackers: $(cat "$DIR/hold3.out")"
+
+# ---------------------------------------------------------------- (b) sends nothing
+h0=$(info s1 syncs_timed_out_header)
+r=$("$PY" "$C" idle "$PORT0" 127.0.0.5)
+ms=$(kv "$r" closed_ms)
+check "(b) a connection that sends nothing is closed at the header deadline: after $ms ms (deadline $HEADER_MS)" \
+  between "$ms" $((HEADER_MS - 100)) $((HEADER_MS + SLACK_MS))
+h1=$(info s1 syncs_timed_out_header)
+check "(e) ... counted in syncs_timed_out_header ($h0 -> $h1)" [ "${h1:-0}" -gt "${h0:-0}" ]
+
+# ---------------------------------------------------------------- (c) oversize and empty
+o0=$(info s1 syncs_oversize)
+r=$("$PY" "$C" prefix "$PORT0" 127.0.0.6 $((FRAME_MAX + 1)))
+ms=$(kv "$r" closed_ms)
+check "(c) a prefix announcing $((FRAME_MAX + 1)) bytes (the bound + 1) is refused at once: closed after $ms ms" \
+  between "$ms" 0 "$SLACK_MS"
+r=$("$PY" "$C" prefix "$PORT0" 127.0.0.6 4294967295)
+ms=$(kv "$r" closed_ms)
+check "(c) a prefix announcing 4294967295 bytes is refused at once: closed after $ms ms" \
+  between "$ms" 0 "$SLACK_MS"
+o1=$(info s1 syncs_oversize)
+check "(e) ... both counted in syncs_oversize ($o0 -> $o1)" [ "${o1:-0}" -eq $((${o0:-0} + 2)) ]
+m0=$(info s1 syncs_malformed)
+r=$("$PY" "$C" prefix "$PORT0" 127.0.0.6 0)
+ms=$(kv "$r" closed_ms)
+m1=$(info s1 syncs_malformed)
+check "(c) an empty frame is refused at once (after $ms ms) and counted in syncs_malformed ($m0 -> $m1)" \
+  sh -c "[ '$ms' -ge 0 ] && [ '$ms' -le $SLACK_MS ] && [ '${m1:-0}' -eq $((${m0:-0} + 1)) ]"
+
+# ---------------------------------------------------------------- (d) trickle
+f0=$(info s1 syncs_timed_out_frame)
+r=$("$PY" "$C" trickle "$PORT0" 127.0.0.7 100000 100)
+ms=$(kv "$r" closed_ms)
+check "(d) a frame of 100000 bytes trickled a byte per 100 ms is cut at the frame deadline: after $ms ms, $(kv "$r" body_sent) bytes (deadline $FRAME_MS)" \
+  between "$ms" $((FRAME_MS - 100)) $((FRAME_MS + SLACK_MS))
+f1=$(info s1 syncs_timed_out_frame)
+check "(e) ... counted in syncs_timed_out_frame ($f0 -> $f1)" [ "${f1:-0}" -eq $((${f0:-0} + 1)) ]
+
+# ---------------------------------------------------------------- (e) the log, once per reason
+for reason in "per-source limit" "header deadline" "oversize frame" "malformed frame" "frame deadline"; do
+  n=$(lines s1 "$reason")
+  check "(e) s1's log says \"sync refused\" reason=\"$reason\" once ($n lines)" [ "$n" = 1 ]
+done
+n=$(lines s2 "slots full")
+check "(e) s2's log says \"sync refused\" reason=\"slots full\" once ($n lines)" [ "$n" = 1 ]
+grep 'msg="sync refused"' "$DIR/s1.log" "$DIR/s2.log" | sed 's/^/# /'
+
+# ---------------------------------------------------------------- afterwards
+check "s1 and s2 are still running" kill -0 "$(pid_of s1)" "$(pid_of s2)"
+if grep -E "AddressSanitizer|runtime error" "$DIR"/*.log >/dev/null; then
+  fail "sanitizer reports in the agents' logs"
+  grep -E -A8 "AddressSanitizer|runtime error" "$DIR"/*.log | head -40
+else
+  ok "no sanitizer report in the agents' logs"
+fi
+exec 2>/dev/null
+finish
