@@ -38,50 +38,54 @@ lines() { grep -c "msg=\"sync refused\" reason=\"$2\"" "$DIR/$1.log"; }
 
 ulimit -n 4096 2>/dev/null || true
 
+# attack TAG PORT SRCS PER SECONDS [reconnect]: starts sync_client.py's hold in the
+# background against PORT and returns once its first round is open (ATTACKER is its PID)
+attack() {
+  tag=$1; port=$2; shift 2
+  rm -f "$DIR/$tag.ready"
+  "$PY" "$C" hold "$port" "$1" "$2" "$3" "$DIR/$tag.ready" ${4:-} >"$DIR/$tag.out" &
+  ATTACKER=$!
+  PIDS="$PIDS $ATTACKER"
+  for _ in $(seq 50); do [ -s "$DIR/$tag.ready" ] && break; sleep 0.1; done
+  echo "# $tag: $2 connections from each of $1${4:+, reopened when closed}: $(cat "$DIR/$tag.ready" 2>/dev/null)"
+}
+
+# attack_end TAG: waits for the attacker to stop by itself and prints its summary
+attack_end() {
+  wait "$ATTACKER"
+  PIDS=$(for p in $PIDS; do [ "$p" = "$ATTACKER" ] || printf " %s" "$p"; done) # gone: never signal its PID again
+  echo "# $1: $(cat "$DIR/$1.out")"
+}
+
+# two A B: agents A and B both see a ring of two
+two() { [ "$(info "$1" members_alive)" = 2 ] && [ "$(info "$2" members_alive)" = 2 ]; }
+
+# join_during SEED SEEDPORT JOINER JOINERPORT DESC: starts JOINER through SEED; ok if both
+# see a ring of two within JOIN_S
+join_during() {
+  t0=$(now_ms)
+  start "$3" "$4" --join "127.0.0.1:$2" || exit 1
+  if wait_for $JOIN_S two "$1" "$3" >/dev/null; then
+    ok "(a) $3 joined $1 after $(($(now_ms) - t0)) ms while $5"
+  else
+    fail "(a) $3 did not join $1 within $JOIN_S s while $5"
+  fi
+}
+
 # ---------------------------------------------------------------- (a) one source, reconnecting
 start s1 "$PORT0" || exit 1
-R1=$DIR/hold1.ready
-"$PY" "$C" hold "$PORT0" 127.0.0.4 40 8 "$R1" reconnect >"$DIR/hold1.out" &
-H1=$!
-PIDS="$PIDS $H1"
-for _ in $(seq 50); do [ -s "$R1" ] && break; sleep 0.1; done
-echo "# 40 connections from 127.0.0.4 to s1: $(cat "$R1" 2>/dev/null)"
-t0=$(now_ms)
-start j1 $((PORT0 + 1)) --join "127.0.0.1:$PORT0" || exit 1
-joined1() { [ "$(info s1 members_alive)" = 2 ] && [ "$(info j1 members_alive)" = 2 ]; }
-if t=$(wait_for $JOIN_S joined1); then
-  ok "(a) j1 joined s1 after $(($(now_ms) - t0)) ms while 127.0.0.4 asked for 40 sync connections"
-else
-  fail "(a) j1 did not join s1 within $JOIN_S s while 127.0.0.4 asked for 40 sync connections"
-fi
-wait "$H1"
-PIDS=$(for p in $PIDS; do [ "$p" = "$H1" ] || printf " %s" "$p"; done)
-r=$(cat "$DIR/hold1.out")
-echo "# attacker: $r"
+attack hold1 "$PORT0" 127.0.0.4 40 8 reconnect
+join_during s1 "$PORT0" j1 $((PORT0 + 1)) "127.0.0.4 asked for 40 sync connections"
+attack_end hold1
 src=$(info s1 syncs_refused_source)
 check "(e) s1 refused the source's connections past $PER_SOURCE at accept (syncs_refused_source $src)" \
   [ "${src:-0}" -ge $((40 - PER_SOURCE)) ]
 
 # ---------------------------------------------------------------- (a) 20 sources, held
 start s2 $((PORT0 + 2)) || exit 1
-R2=$DIR/hold2.ready
-"$PY" "$C" hold $((PORT0 + 2)) 127.0.0.10-29 2 4 "$R2" >"$DIR/hold2.out" &
-H2=$!
-PIDS="$PIDS $H2"
-for _ in $(seq 50); do [ -s "$R2" ] && break; sleep 0.1; done
-echo "# 40 connections from 20 sources to s2: $(cat "$R2" 2>/dev/null)"
-t0=$(now_ms)
-start j2 $((PORT0 + 3)) --join "127.0.0.1:$((PORT0 + 2))" || exit 1
-joined2() { [ "$(info s2 members_alive)" = 2 ] && [ "$(info j2 members_alive)" = 2 ]; }
-if t=$(wait_for $JOIN_S joined2); then
-  ok "(a) j2 joined s2 after $(($(now_ms) - t0)) ms while 20 sources held 40 idle sync connections"
-else
-  fail "(a) j2 did not join s2 within $JOIN_S s while 20 sources held 40 idle sync connections"
-fi
-wait "$H2"
-PIDS=$(for p in $PIDS; do [ "$p" = "$H2" ] || printf " %s" "$p"; done)
-r=$(cat "$DIR/hold2.out")
-echo "# attackers: $r"
+attack hold2 $((PORT0 + 2)) 127.0.0.10-29 2 4
+join_during s2 $((PORT0 + 2)) j2 $((PORT0 + 3)) "20 sources held 40 idle sync connections"
+attack_end hold2
 full=$(info s2 syncs_refused_full)
 hdr2=$(info s2 syncs_timed_out_header)
 check "(e) s2 gave strangers $MAX_STRANGERS slots and refused the rest at accept (syncs_refused_full $full)" \
@@ -93,18 +97,13 @@ check "(e) s2 closed the $MAX_STRANGERS idle ones at the header deadline (syncs_
 # s2 now knows j2 (alive at 127.0.0.1). 20 sources keep asking for 40 connections, so the
 # strangers' slots stay full; a sync from j2 (a JOIN makes it open one at once) must still
 # be served, on the slots kept for members.
-R3=$DIR/hold3.ready
-"$PY" "$C" hold $((PORT0 + 2)) 127.0.0.10-29 2 4 "$R3" reconnect >"$DIR/hold3.out" &
-H3=$!
-PIDS="$PIDS $H3"
-for _ in $(seq 50); do [ -s "$R3" ] && break; sleep 0.1; done
-echo "# 40 connections from 20 sources to s2, reopened when closed: $(cat "$R3" 2>/dev/null)"
+attack hold3 $((PORT0 + 2)) 127.0.0.10-29 2 4 reconnect
 in0=$(info s2 syncs_in)
 full0=$(info s2 syncs_refused_full)
 t0=$(now_ms)
 q j2 JOIN "127.0.0.1:$((PORT0 + 2))" >/dev/null
 synced() { [ "$(info s2 syncs_in)" -gt "$in0" ]; }
-if t=$(wait_for 2 synced); then
+if wait_for 2 synced >/dev/null; then
   ok "(a) s2 served a sync from its member j2 after $(($(now_ms) - t0)) ms while strangers asked for 40 slots"
 else
   fail "(a) s2 served no sync from its member j2 within 2 s while strangers asked for 40 slots"
@@ -112,9 +111,7 @@ fi
 full1=$(info s2 syncs_refused_full)
 check "(a) ... and meanwhile refused strangers for want of a slot (syncs_refused_full $full0 -> $full1)" \
   [ "${full1:-0}" -gt "${full0:-0}" ]
-wait "$H3"
-PIDS=$(for p in $PIDS; do [ "$p" = "$H3" ] || printf " %s" "$p"; done)
-echo "# attackers: $(cat "$DIR/hold3.out")"
+attack_end hold3
 
 # ---------------------------------------------------------------- (b) sends nothing
 h0=$(info s1 syncs_timed_out_header)
