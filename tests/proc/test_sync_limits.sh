@@ -9,7 +9,8 @@
 #   (c) a length prefix announcing one byte more than the largest legal SYNC is refused at
 #       once, and so is an empty frame's;
 #   (d) a sender that trickles a legal-size frame is cut at the frame deadline;
-#   (e) INFO counts each of these by reason, and the log says why once per reason.
+#   (e) INFO counts each of these by reason, and the log says why once per reason;
+# and a seed's IP (after JOIN) is not held to a stranger's share.
 # The attackers connect from 127.0.0.2 and up, the agents (and so the joiners) use
 # 127.0.0.1: each is a source of its own. Helper: tests/proc/sync_client.py.
 set -u
@@ -149,6 +150,19 @@ check "(d) a frame of 100000 bytes trickled a byte per 100 ms is cut at the fram
   between "$ms" $((FRAME_MS - 100)) $((FRAME_MS + SLACK_MS))
 f1=$(info s1 syncs_timed_out_frame)
 check "(e) ... counted in syncs_timed_out_frame ($f0 -> $f1)" [ "${f1:-0}" -eq $((${f0:-0} + 1)) ]
+
+# ---------------------------------------------------------------- a seed is a known source
+# After JOIN 127.0.0.8:... (nothing listens there), s1 counts 127.0.0.8 as a seed's IP: it
+# is not held to a stranger's share, and all 6 of its connections are served.
+q s1 JOIN "127.0.0.8:$((PORT0 + 9))" >/dev/null
+src0=$(info s1 syncs_refused_source)
+attack hold4 "$PORT0" 127.0.0.8 6 1
+attack_end hold4
+r=$(cat "$DIR/hold4.out")
+src1=$(info s1 syncs_refused_source)
+seed_served() { [ "$(kv "$r" refused_at_once)" = 0 ] && [ "$src1" = "$src0" ]; }
+check "a seed's IP has more than $PER_SOURCE syncs served at once (refused $(kv "$r" refused_at_once) of 6, syncs_refused_source $src0 -> $src1)" \
+  seed_served
 
 # ---------------------------------------------------------------- (e) the log, once per reason
 for reason in "per-source limit" "header deadline" "oversize frame" "malformed frame" "frame deadline"; do
