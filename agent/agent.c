@@ -386,13 +386,20 @@ static const struct rd_swim *host_swim(void *ctx)
 static void host_status(void *ctx, struct rd_query_status *out)
 {
     struct rd_agent *a = ctx;
+    struct rd_sync_stats ss;
+    rd_sync_stats(a->sync, &ss);
     *out = (struct rd_query_status){
         .uptime_s = (now_ms() - a->start_ms) / 1000,
         .ring_version = a->ring_version,
         .vnodes = a->cfg.vnodes,
         .weight = a->cfg.weight,
         .packets_malformed = a->malformed_packets,
-        .syncs_malformed = rd_sync_malformed(a->sync),
+        .syncs_malformed = ss.malformed,
+        .syncs_oversize = ss.oversize,
+        .syncs_refused_source = ss.refused_source,
+        .syncs_refused_full = ss.refused_full,
+        .syncs_timed_out_header = ss.timed_out_header,
+        .syncs_timed_out_frame = ss.timed_out_frame,
         .packets_dropped = a->dropped,
         .syncs_dropped = rd_sync_dropped(a->sync),
     };
@@ -402,6 +409,7 @@ static void host_join(void *ctx, const char *hostport, const struct rd_addr *see
 {
     struct rd_agent *a = ctx;
     rd_logf(RD_LOG_INFO, "joining", RD_FSTR("seed", hostport));
+    rd_sync_add_seed(a->sync, seed);
     rd_swim_join(a->swim, now_ms(), seed, 1);
     flush(a);
 }
@@ -562,6 +570,7 @@ int rd_agent_run(const struct rd_agent_config *config)
                     RD_FSTR("error", why));
             continue;
         }
+        rd_sync_add_seed(a->sync, to);
         nseeds++;
     }
     if (nseeds) rd_swim_join(a->swim, now_ms(), seeds, nseeds);

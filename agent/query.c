@@ -514,7 +514,9 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "\r\npackets_dropped_sealed:%" PRIu64 "\r\n"
         "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
         "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
-        "syncs_malformed:%" PRIu64 "\r\n"
+        "syncs_malformed:%" PRIu64 "\r\nsyncs_oversize:%" PRIu64 "\r\nsyncs_refused_source:%" PRIu64
+        "\r\nsyncs_refused_full:%" PRIu64 "\r\nsyncs_timed_out_header:%" PRIu64
+        "\r\nsyncs_timed_out_frame:%" PRIu64 "\r\n"
         "syncs_dropped_nokey:%" PRIu64 "\r\nsyncs_dropped_plain:%" PRIu64
         "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
@@ -526,8 +528,10 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         ss->packets_in, ss->packets_out, st.packets_malformed, st.packets_dropped.nokey,
         st.packets_dropped.plain, st.packets_dropped.sealed, ss->probes, ss->probes_failed,
         ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed,
-        st.syncs_dropped.nokey, st.syncs_dropped.plain, st.syncs_dropped.sealed, q->nconns,
-        q->max_conns, q->nwatchers, q->rejected, q->cut_off);
+        st.syncs_oversize, st.syncs_refused_source, st.syncs_refused_full,
+        st.syncs_timed_out_header, st.syncs_timed_out_frame, st.syncs_dropped.nokey,
+        st.syncs_dropped.plain, st.syncs_dropped.sealed, q->nconns, q->max_conns, q->nwatchers,
+        q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }

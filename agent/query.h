@@ -29,11 +29,16 @@ struct rd_swim;
 /** The numbers INFO shows that only the host knows; the server formats them. */
 struct rd_query_status {
     uint64_t uptime_s;
-    uint64_t ring_version;      /**< rebuilds that changed the placement */
-    uint32_t vnodes;            /**< ring points per member at weight 1 */
-    uint32_t weight;            /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
-    uint64_t packets_malformed; /**< datagrams dropped undecoded */
-    uint64_t syncs_malformed;   /**< sync frames dropped undecoded */
+    uint64_t ring_version;           /**< rebuilds that changed the placement */
+    uint32_t vnodes;                 /**< ring points per member at weight 1 */
+    uint32_t weight;                 /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
+    uint64_t packets_malformed;      /**< datagrams dropped undecoded */
+    uint64_t syncs_malformed;        /**< sync frames dropped undecoded */
+    uint64_t syncs_oversize;         /**< sync frames refused for the length they announced */
+    uint64_t syncs_refused_source;   /**< incoming syncs refused: per-source limit */
+    uint64_t syncs_refused_full;     /**< incoming syncs refused: no slot */
+    uint64_t syncs_timed_out_header; /**< incoming syncs cut: no length prefix in time */
+    uint64_t syncs_timed_out_frame;  /**< incoming syncs cut: frame not whole in time */
     struct rd_envelope_drops packets_dropped; /**< datagrams refused by the envelope rule */
     struct rd_envelope_drops syncs_dropped;   /**< sync frames refused by it */
 };

@@ -6,10 +6,19 @@
  *   outgoing:  connect ──► write our state (flag REPLY) ──► read their frame ──► merge, done
  *   incoming:  accept ──► read their frame ──► merge ──► write our state if they asked ──► done
  *
- * A connection is a TCP handle and a timer (RD_SYNC_TIMEOUT_MS for the whole exchange),
- * and is freed once both are closed. Bytes go through a frame reader (proto/wire.h), so
+ * A connection is a TCP handle and a timer, and is freed once both are closed. The timer is
+ * the connection's next deadline: RD_SYNC_TIMEOUT_MS for an outgoing exchange; for an
+ * incoming one, first RD_SYNC_HEADER_TIMEOUT_MS for the length prefix, then what is left
+ * of RD_SYNC_TIMEOUT_MS for the rest. Bytes go through a frame reader (proto/wire.h), so
  * all the framing rules are in one I/O-free place; each read lands in one buffer shared by
  * every connection, since a read callback runs to its end before the next read.
+ *
+ * Admission (sync.h) is decided at accept from what the server already holds: the open
+ * connections (at most RD_SYNC_MAX_INCOMING, scanned) and, only when a source would be
+ * refused as a stranger, the member table, to see whether it is known after all. So a
+ * flood of connections costs a scan of the table only while strangers are at their limit.
+ * Every refusal is counted by reason and logged at most once per RD_SYNC_LOG_INTERVAL_MS
+ * per reason: a flood must not become a flood of log lines.
  *
  * The module owns everything it allocates. The server object goes when its last handle
  * has closed after rd_sync_close(), like the query server, so no callback ever sees freed
@@ -20,6 +29,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "addr.h"
 #include "buf.h"
@@ -33,6 +43,31 @@
 /** Bytes made available to each read. */
 #define RD_SYNC_READ_CHUNK 65536
 
+_Static_assert(RD_SYNC_MAX_STRANGERS < RD_SYNC_MAX_INCOMING,
+               "some incoming slots must be kept for known members");
+_Static_assert(RD_SYNC_MAX_PER_SOURCE >= 1 && RD_SYNC_MAX_PER_SOURCE < RD_SYNC_MAX_STRANGERS,
+               "one stranger's IP must not take every stranger slot");
+_Static_assert(RD_SYNC_HEADER_TIMEOUT_MS < RD_SYNC_TIMEOUT_MS,
+               "the prefix deadline comes before the frame's");
+
+/* Why an incoming sync was refused or cut (or a frame either way); indexes the counts. */
+enum refusal {
+    REFUSED_SOURCE,
+    REFUSED_FULL,
+    TIMED_OUT_HEADER,
+    TIMED_OUT_FRAME,
+    OVERSIZE,
+    MALFORMED,
+    REFUSALS
+};
+
+/* The reason= of a refusal's log line. */
+static const char *const refusal_names[REFUSALS] = {
+    [REFUSED_SOURCE] = "per-source limit",  [REFUSED_FULL] = "slots full",
+    [TIMED_OUT_HEADER] = "header deadline", [TIMED_OUT_FRAME] = "frame deadline",
+    [OVERSIZE] = "oversize frame",          [MALFORMED] = "malformed frame",
+};
+
 struct sync_conn {
     struct rd_sync *s;
     uv_tcp_t tcp;
@@ -41,6 +76,10 @@ struct sync_conn {
     uv_write_t write;
     struct rd_addr peer;
     bool outgoing, replied;
+    bool admitted;                      /* incoming, and holds a slot (s->incoming) */
+    bool known;                         /* admitted as a known source: not one of s->strangers */
+    bool have_prefix;                   /* incoming: the length prefix arrived */
+    uint64_t started_ms;                /* incoming: accepted at */
     char *out;                          /* frame being written */
     struct rd_wire_frame_reader reader; /* frame being read */
     int closed;                         /* close callbacks run (2: both handles) */
@@ -54,12 +93,18 @@ struct rd_sync {
     void *ctx;
     uv_tcp_t listener;
     struct sync_conn *conns;
-    size_t incoming; /* accepted connections not closed yet */
-    size_t handles;  /* open handles: the listener and two a connection */
-    bool closing;    /* rd_sync_close was called */
-    uint64_t malformed;
-    struct rd_envelope_drops dropped;
-    const struct rd_keyring *keyring; /* no keys: frames in the clear */
+    size_t incoming;                         /* admitted connections not closed yet */
+    size_t strangers;                        /* ... of which not known sources */
+    size_t handles;                          /* open handles: the listener and two a connection */
+    bool closing;                            /* rd_sync_close was called */
+    struct rd_addr seeds[RD_SYNC_SEEDS_MAX]; /* known sources besides members (IP only) */
+    size_t nseeds, next_seed;                /* next_seed: the slot a new one overwrites */
+    uint64_t refused[REFUSALS];              /* counts by reason */
+    uint64_t unlogged[REFUSALS];             /* ... since the reason's last log line */
+    uint64_t logged_ms[REFUSALS];            /* when that line was written */
+    bool logged[REFUSALS];                   /* a line was written for the reason */
+    struct rd_envelope_drops dropped;        /* frames the envelope rule refused */
+    const struct rd_keyring *keyring;        /* no keys: frames in the clear */
     const char *label;
     char read_buf[RD_SYNC_READ_CHUNK];
 };
@@ -67,6 +112,29 @@ struct rd_sync {
 static uint64_t now_ms(void)
 {
     return uv_hrtime() / 1000000u;
+}
+
+/* Counts a refusal and logs it, unless its reason was logged less than
+ * RD_SYNC_LOG_INTERVAL_MS ago: then the next line carries the count. `detail` may be NULL. */
+static void refuse(struct rd_sync *s, enum refusal why, const struct rd_addr *peer,
+                   const char *detail)
+{
+    s->refused[why]++;
+    s->unlogged[why]++;
+    uint64_t now = now_ms();
+    if (s->logged[why] && now - s->logged_ms[why] < RD_SYNC_LOG_INTERVAL_MS) return;
+    char addr[RD_ADDR_STRLEN];
+    struct rd_log_field f[] = {
+        RD_FSTR("reason", refusal_names[why]),
+        RD_FUINT("count", s->unlogged[why]), /* since the last line for this reason */
+        RD_FUINT("total", s->refused[why]),
+        RD_FSTR("last_peer", rd_addr_format(peer, addr, sizeof addr)),
+        RD_FSTR("detail", detail), /* last: only some reasons have one */
+    };
+    rd_log(RD_LOG_WARN, "sync refused", f, sizeof f / sizeof f[0] - (detail ? 0 : 1));
+    s->unlogged[why] = 0;
+    s->logged_ms[why] = now;
+    s->logged[why] = true;
 }
 
 /* ---------------------------------------------------------------- lifetimes */
@@ -87,7 +155,10 @@ static void conn_closed(uv_handle_t *h)
     else
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
-    if (!c->outgoing) s->incoming--;
+    if (c->admitted) {
+        s->incoming--;
+        if (!c->known) s->strangers--;
+    }
     free(c->out);
     rd_wire_frame_reader_free(&c->reader);
     free(c);
@@ -112,12 +183,18 @@ static void sync_finish(struct sync_conn *c, bool ok)
     s->changed(s->ctx);
 }
 
+/* The connection's deadline passed. An incoming one is refused by the deadline it missed;
+ * one whose frame arrived was answering a peer that does not read the answer. */
 static void sync_timeout(uv_timer_t *t)
 {
     struct sync_conn *c = t->data;
-    char addr[RD_ADDR_STRLEN];
-    rd_logf(RD_LOG_DEBUG, "sync timed out",
-            RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
+    if (!c->outgoing && !c->replied) {
+        refuse(c->s, c->have_prefix ? TIMED_OUT_FRAME : TIMED_OUT_HEADER, &c->peer, NULL);
+    } else {
+        char addr[RD_ADDR_STRLEN];
+        rd_logf(RD_LOG_DEBUG, "sync timed out",
+                RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
+    }
     sync_finish(c, false);
 }
 
@@ -135,8 +212,6 @@ static struct sync_conn *conn_new(struct rd_sync *s, bool outgoing)
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
-    if (!outgoing) s->incoming++;
-    uv_timer_start(&c->timer, sync_timeout, RD_SYNC_TIMEOUT_MS, 0);
     return c;
 }
 
@@ -230,16 +305,15 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
         rc = rd_wire_decode(plain, plen, &pkt, members, cap, &reason);
     free(opened);
     if (rc < 0) {
-        s->malformed++;
-        char addr[RD_ADDR_STRLEN];
-        rd_logf(RD_LOG_DEBUG, "malformed sync dropped", RD_FSTR("reason", reason),
-                RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
+        /* malformed, unless all that failed was our own allocation */
+        if (members || v != RD_ENVELOPE_OK) refuse(s, MALFORMED, &c->peer, reason);
         free(members);
         sync_finish(c, false);
         return;
     }
     bool reply = rd_swim_sync_recv(s->swim, now_ms(), &pkt);
     free(members);
+    rd_wire_frame_reader_free(&c->reader); /* merged: not held while we answer */
     if (!c->outgoing && reply && !c->replied) {
         c->replied = true;
         uv_read_stop((uv_stream_t *)&c->tcp);
@@ -259,13 +333,21 @@ static void sync_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
     }
     size_t used; /* bytes after the frame are not part of the exchange: ignored */
     int rc = rd_wire_frame_feed(&c->reader, b->base, (size_t)n, &used);
-    if (rc == RD_EAGAIN) return;
-    if (rc < 0) {
-        if (rc != RD_ENOMEM) c->s->malformed++;
+    if (rc == RD_E2BIG) /* refused from its prefix alone: the body was never buffered */
+        refuse(c->s, c->reader.body_len == 0 ? MALFORMED : OVERSIZE, &c->peer,
+               c->reader.body_len == 0 ? "zero length" : NULL);
+    if (rc < 0 && rc != RD_EAGAIN) {
         sync_finish(c, false);
         return;
     }
-    sync_frame(c, c->reader.body, c->reader.body_len);
+    if (!c->outgoing && !c->have_prefix && c->reader.body_len > 0) {
+        /* the prefix is in: the rest of the frame has what is left of the whole deadline */
+        c->have_prefix = true;
+        uint64_t spent = now_ms() - c->started_ms;
+        uv_timer_start(&c->timer, sync_timeout,
+                       spent < RD_SYNC_TIMEOUT_MS ? RD_SYNC_TIMEOUT_MS - spent : 0, 0);
+    }
+    if (rc == 0) sync_frame(c, c->reader.body, c->reader.body_len);
 }
 
 /* ---------------------------------------------------------------- connecting */
@@ -295,11 +377,56 @@ void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to)
         return;
     }
     c->peer = *to;
+    uv_timer_start(&c->timer, sync_timeout, RD_SYNC_TIMEOUT_MS, 0);
     struct sockaddr_storage ss;
     rd_addr_to_sockaddr(to, &ss);
     c->connect.data = c;
     int rc = uv_tcp_connect(&c->connect, &c->tcp, (struct sockaddr *)&ss, sync_connected);
     if (rc < 0) sync_finish(c, false);
+}
+
+/* ---------------------------------------------------------------- admission */
+
+static bool same_ip(const struct rd_addr *a, const struct rd_addr *b)
+{
+    return a->family == b->family && memcmp(a->ip, b->ip, a->family == 4 ? 4 : 16) == 0;
+}
+
+/* Whether `ip` is a known source: a seed's, or an alive or suspect member's but our own. */
+static bool source_known(const struct rd_sync *s, const struct rd_addr *ip)
+{
+    for (size_t k = 0; k < s->nseeds; k++)
+        if (same_ip(&s->seeds[k], ip)) return true;
+    size_t n = rd_swim_member_count(s->swim);
+    for (size_t i = 1; i < n; i++) { /* 0 is ourselves: our own host proves nothing */
+        const struct rd_member *m = rd_swim_member(s->swim, i);
+        if ((m->status == RD_ALIVE || m->status == RD_SUSPECT) && same_ip(&m->addr, ip))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Gives the accepted connection `c` a slot, or says why not (REFUSALS when admitted). The
+ * member table is looked at only when the source would be refused as a stranger: below
+ * those limits a known member is admitted as a stranger would be, and is counted among
+ * them (it then leaves the kept slots to others).
+ */
+static enum refusal admit(struct rd_sync *s, struct sync_conn *c)
+{
+    if (s->incoming >= RD_SYNC_MAX_INCOMING) return REFUSED_FULL;
+    size_t same = 0;
+    for (const struct sync_conn *o = s->conns; o; o = o->next)
+        if (o->admitted && same_ip(&o->peer, &c->peer)) same++;
+    bool source_full = same >= RD_SYNC_MAX_PER_SOURCE;
+    if (source_full || s->strangers >= RD_SYNC_MAX_STRANGERS) {
+        if (!source_known(s, &c->peer)) return source_full ? REFUSED_SOURCE : REFUSED_FULL;
+        c->known = true;
+    }
+    c->admitted = true;
+    s->incoming++;
+    if (!c->known) s->strangers++;
+    return REFUSALS;
 }
 
 static void on_accept(uv_stream_t *server, int status)
@@ -308,14 +435,22 @@ static void on_accept(uv_stream_t *server, int status)
     if (status < 0 || s->closing) return;
     struct sync_conn *c = conn_new(s, false);
     if (!c) return;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || s->incoming > RD_SYNC_MAX_INCOMING) {
-        sync_finish(c, false);
-        return;
-    }
     struct sockaddr_storage ss;
     int len = sizeof ss;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        rd_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer);
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 ||
+        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) < 0 ||
+        rd_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer) < 0) {
+        conn_close(c); /* gone already, or not a peer we could name */
+        return;
+    }
+    enum refusal why = admit(s, c);
+    if (why != REFUSALS) {
+        refuse(s, why, &c->peer, NULL);
+        conn_close(c);
+        return;
+    }
+    c->started_ms = now_ms();
+    uv_timer_start(&c->timer, sync_timeout, RD_SYNC_HEADER_TIMEOUT_MS, 0);
     if (uv_read_start((uv_stream_t *)&c->tcp, sync_alloc, sync_read) < 0) sync_finish(c, false);
 }
 
@@ -362,9 +497,25 @@ int rd_sync_start(uv_loop_t *loop, struct rd_swim *swim, const struct rd_addr *b
     return 0;
 }
 
-uint64_t rd_sync_malformed(const struct rd_sync *s)
+void rd_sync_add_seed(struct rd_sync *s, const struct rd_addr *seed)
 {
-    return s->malformed;
+    for (size_t k = 0; k < s->nseeds; k++)
+        if (same_ip(&s->seeds[k], seed)) return;
+    s->seeds[s->next_seed] = *seed;
+    s->next_seed = (s->next_seed + 1) % RD_SYNC_SEEDS_MAX;
+    if (s->nseeds < RD_SYNC_SEEDS_MAX) s->nseeds++;
+}
+
+void rd_sync_stats(const struct rd_sync *s, struct rd_sync_stats *out)
+{
+    *out = (struct rd_sync_stats){
+        .refused_source = s->refused[REFUSED_SOURCE],
+        .refused_full = s->refused[REFUSED_FULL],
+        .timed_out_header = s->refused[TIMED_OUT_HEADER],
+        .timed_out_frame = s->refused[TIMED_OUT_FRAME],
+        .oversize = s->refused[OVERSIZE],
+        .malformed = s->refused[MALFORMED],
+    };
 }
 
 struct rd_envelope_drops rd_sync_dropped(const struct rd_sync *s)

@@ -25,10 +25,49 @@ struct rd_keyring;
 struct rd_swim;
 struct rd_sync;
 
-/** A sync exchange (connect, send, receive) must finish within this. */
+/*
+ * Limits on incoming syncs. A sync is served before the peer has proven anything, so what
+ * a stranger can hold is bounded: a slot (one of RD_SYNC_MAX_INCOMING), for at most
+ * RD_SYNC_HEADER_TIMEOUT_MS if it sends no length prefix and RD_SYNC_TIMEOUT_MS in all,
+ * and one frame of at most RD_WIRE_FRAME_MAX bytes (proto/wire.h), buffered as it
+ * arrives and freed once merged. So what peers can make incoming syncs buffer is at most
+ * RD_SYNC_MAX_INCOMING * RD_WIRE_FRAME_BUFFER_MAX = 256 MiB, and only while they keep
+ * sending at 1.5 MB/s or more each, within the deadline.
+ *
+ * A source is known when its IP is the address of an alive or suspect member other than
+ * ourselves, or of a seed we were told to join through; any other source is a stranger.
+ * Strangers share RD_SYNC_MAX_STRANGERS slots, RD_SYNC_MAX_PER_SOURCE each per IP, and the
+ * rest are kept for members, so anti-entropy between members gets through whatever
+ * strangers do. A joiner is a stranger too: what lets it in past strangers holding their
+ * slots idle is that one IP holds at most RD_SYNC_MAX_PER_SOURCE of them, and that an idle
+ * slot is freed after RD_SYNC_HEADER_TIMEOUT_MS, well before the joiner's next retry.
+ */
+/** A sync exchange (connect, send, receive) must finish within this; an incoming one must
+ *  have its whole frame within this of the accept. */
 #define RD_SYNC_TIMEOUT_MS 5000
-/** Sync exchanges served at once; more are refused (the peer retries later). */
+/** An incoming sync must have sent its frame's length prefix within this of the accept. */
+#define RD_SYNC_HEADER_TIMEOUT_MS 1000
+/** Sync exchanges served at once; more are refused at accept (the peer retries later). */
 #define RD_SYNC_MAX_INCOMING 32
+/** ... of which strangers hold at most this many; the rest are kept for known members. */
+#define RD_SYNC_MAX_STRANGERS 24
+/** Incoming syncs from one stranger's IP at once; more are refused at accept. */
+#define RD_SYNC_MAX_PER_SOURCE 2
+/** Seed addresses remembered as known sources; past this, the oldest is forgotten. */
+#define RD_SYNC_SEEDS_MAX 32
+/** Each reason for a refusal is logged at most once per this, with the count since. */
+#define RD_SYNC_LOG_INTERVAL_MS 60000
+
+/** Incoming syncs refused or cut, by reason; malformed and oversize frames in either
+ *  direction. */
+struct rd_sync_stats {
+    uint64_t refused_source;   /**< at accept: the stranger's IP had its share open */
+    uint64_t refused_full;     /**< at accept: no slot left for its kind of source */
+    uint64_t timed_out_header; /**< no length prefix within RD_SYNC_HEADER_TIMEOUT_MS */
+    uint64_t timed_out_frame;  /**< frame not whole within RD_SYNC_TIMEOUT_MS */
+    uint64_t oversize;         /**< a length prefix over RD_WIRE_FRAME_MAX */
+    uint64_t malformed;        /**< a zero length prefix, or a frame that does not decode */
+};
 
 /** Runs after a sync merged a peer's state or reported a failed sync to the core. */
 typedef void (*rd_sync_changed_fn)(void *ctx);
@@ -48,8 +87,13 @@ int rd_sync_start(uv_loop_t *loop, struct rd_swim *swim, const struct rd_addr *b
 void rd_sync_set_envelope(struct rd_sync *s, const struct rd_keyring *kr, const char *label);
 /** Opens a sync with `to`; a failure is reported to the core (rd_swim_sync_failed). */
 void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to);
-/** Frames refused so far: a bad length prefix or a packet that does not decode. */
-uint64_t rd_sync_malformed(const struct rd_sync *s);
+/**
+ * Makes `seed`'s IP a known source (above): the agent calls it for every seed it joins
+ * through, so that a seed's syncs use the slots kept for members.
+ */
+void rd_sync_add_seed(struct rd_sync *s, const struct rd_addr *seed);
+/** The counts of refusals so far. */
+void rd_sync_stats(const struct rd_sync *s, struct rd_sync_stats *out);
 /** Frames refused by the envelope rule so far, by reason. */
 struct rd_envelope_drops rd_sync_dropped(const struct rd_sync *s);
 /**

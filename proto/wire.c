@@ -26,6 +26,10 @@ _Static_assert(RD_MAX_MEMBERS <= 0xffff && RD_PACKET_MAX_MSGS <= 0xffff,
                "counts must fit an array16, as RD_WIRE_HEADER_MAX assumes");
 _Static_assert(RD_MSG_SYNC < 0x80, "msg types are positive fixints, as RD_WIRE_MSG_WORST assumes");
 _Static_assert(RD_WIRE_FRAME_MAX <= UINT32_MAX, "a frame length must fit its u32 prefix");
+_Static_assert(RD_WIRE_FRAME_PREFIX + RD_WIRE_FRAME_MAX <= RD_WIRE_FRAME_BUFFER_MAX,
+               "a whole frame must fit the buffer bound that sync's memory bound assumes");
+_Static_assert(RD_WIRE_FRAME_PREFIX + RD_WIRE_FRAME_MAX > RD_WIRE_FRAME_BUFFER_MAX / 2,
+               "the buffer bound is the power of two a largest frame doubles up to: lower it");
 /* The core budgets datagrams with lib/msg.h's numbers: they must cover the derived ones. */
 _Static_assert(RD_WIRE_HEADER_MAX >= RD_WIRE_HEADER_WORST, "RD_WIRE_HEADER_MAX too small");
 _Static_assert(RD_WIRE_MSG_MAX >= RD_WIRE_MSG_WORST, "RD_WIRE_MSG_MAX too small");
@@ -551,9 +555,8 @@ int rd_wire_frame_header(const char *buf, size_t len, uint32_t *body_len)
 {
     if (len < RD_WIRE_FRAME_PREFIX) return RD_EAGAIN;
     uint32_t n = (uint32_t)load_be(buf, RD_WIRE_FRAME_PREFIX);
-    if (n == 0 || n > RD_WIRE_FRAME_MAX) return RD_E2BIG;
     *body_len = n;
-    return 0;
+    return n == 0 || n > RD_WIRE_FRAME_MAX ? RD_E2BIG : 0;
 }
 
 void rd_wire_frame_put_header(char *buf, uint32_t body_len)

@@ -113,13 +113,25 @@
 #define RD_WIRE_FRAME_PREFIX 4
 
 /**
- * Largest packet carried in one TCP frame (the length prefix not included): the header,
- * RD_PACKET_MAX_MSGS msgs (a SYNC frame carries at least its SYNC msg) and RD_MAX_MEMBERS
- * members of the worst case, plus the envelope around it when the frame is sealed.
+ * Largest packet carried in one TCP frame (the length prefix not included): the largest
+ * legal SYNC, which is the header, its one SYNC msg and RD_MAX_MEMBERS member records of
+ * the worst case, plus the envelope around it when the frame is sealed:
+ * 77 + 104 + 16384 * 460 + 44 = 7 536 865. A receiver refuses any longer frame from its
+ * prefix alone; ringd never sends one (its SYNC carries one msg and at most RD_MAX_MEMBERS
+ * records). It derives from the table limit and the string limits, so raising either
+ * raises what one sync connection may make a receiver buffer: wire.c checks at compile
+ * time that a whole frame, prefix included, still fits RD_WIRE_FRAME_BUFFER_MAX.
  */
 #define RD_WIRE_FRAME_MAX                                                                          \
-    (RD_WIRE_HEADER_WORST + RD_PACKET_MAX_MSGS * RD_WIRE_MSG_WORST +                               \
-     RD_MAX_MEMBERS * RD_WIRE_MEMBER_MAX + RD_ENVELOPE_RESERVE)
+    (RD_WIRE_HEADER_WORST + RD_WIRE_MSG_WORST + RD_MAX_MEMBERS * RD_WIRE_MEMBER_MAX +              \
+     RD_ENVELOPE_RESERVE)
+
+/**
+ * Most memory a frame reader holds for one frame: 8 MiB, the power of two its buffer grows
+ * to (by doubling) for a frame of RD_WIRE_FRAME_PREFIX + RD_WIRE_FRAME_MAX bytes. A sync
+ * server's memory bound is its connection limit times this (agent/sync.h).
+ */
+#define RD_WIRE_FRAME_BUFFER_MAX (8u * 1024u * 1024u)
 
 /**
  * Encodes `p` into `buf[0..cap)` and stores the encoded length in `*len`.
@@ -171,11 +183,13 @@ size_t rd_wire_member_size_max(const struct rd_member *m);
 
 /**
  * Reads the length prefix of a TCP frame from `buf[0..len)`: a big-endian u32, the size
- * of the packet that follows (the prefix itself not counted), stored in `*body_len`.
+ * of the packet that follows (the prefix itself not counted), stored in `*body_len` once
+ * the prefix is whole, refused or not (so a caller can tell an empty frame from one too
+ * large).
  *
- * Returns 0; RD_EAGAIN if fewer than RD_WIRE_FRAME_PREFIX bytes are there yet; RD_E2BIG
- * if the length is 0 or over RD_WIRE_FRAME_MAX (the stream cannot be trusted further:
- * close it).
+ * Returns 0; RD_EAGAIN if fewer than RD_WIRE_FRAME_PREFIX bytes are there yet (`*body_len`
+ * untouched); RD_E2BIG if the length is 0 or over RD_WIRE_FRAME_MAX (the stream cannot be
+ * trusted further: close it).
  */
 int rd_wire_frame_header(const char *buf, size_t len, uint32_t *body_len);
 
@@ -199,7 +213,7 @@ void rd_wire_frame_put_header(char *buf, uint32_t body_len);
  */
 struct rd_wire_frame_reader {
     struct rd_buf frame; /**< prefix and body bytes of the frame being read */
-    uint32_t body_len;   /**< the body's length once the prefix is complete, else 0 */
+    uint32_t body_len;   /**< the length the prefix announced once it is whole, else 0 */
     int error;           /**< sticky: the first error, or 0 */
     bool done;           /**< a whole frame was handed out; the next feed starts another */
     const char *body;    /**< the whole frame's packet after a feed returned 0 */
@@ -216,9 +230,9 @@ void rd_wire_frame_reader_free(struct rd_wire_frame_reader *r);
  * how many it took (the rest belongs to the next frame: feed it again). Returns
  * 0 when a whole frame is ready in r->body / r->body_len; RD_EAGAIN when every byte was
  * taken and the frame needs more; RD_E2BIG when the prefix announces 0 or more than
- * RD_WIRE_FRAME_MAX bytes (the stream cannot be trusted further: close it); RD_ENOMEM when
- * the frame could not be buffered. Errors are sticky: every later call returns the same
- * error and takes nothing.
+ * RD_WIRE_FRAME_MAX bytes (the stream cannot be trusted further: close it; r->body_len
+ * holds the refused length); RD_ENOMEM when the frame could not be buffered. Errors are
+ * sticky: every later call returns the same error and takes nothing.
  */
 int rd_wire_frame_feed(struct rd_wire_frame_reader *r, const char *data, size_t len, size_t *used);
 

@@ -67,8 +67,13 @@ static void fake_status(void *ctx, struct rd_query_status *out)
                                     .weight = 2500,
                                     .packets_malformed = 5,
                                     .syncs_malformed = 6,
-                                    .packets_dropped = {.nokey = 7, .plain = 8, .sealed = 9},
-                                    .syncs_dropped = {.nokey = 10, .plain = 11, .sealed = 12}};
+                                    .syncs_oversize = 7,
+                                    .syncs_refused_source = 8,
+                                    .syncs_refused_full = 9,
+                                    .syncs_timed_out_header = 10,
+                                    .syncs_timed_out_frame = 11,
+                                    .packets_dropped = {.nokey = 12, .plain = 13, .sealed = 14},
+                                    .syncs_dropped = {.nokey = 15, .plain = 16, .sealed = 17}};
 }
 
 /* Publishes an event from inside the request, as the real agent's flush() does. */
@@ -343,11 +348,13 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
                  "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nhealth:%u\r\n"
                  "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
-                 "packets_dropped_nokey:7\r\npackets_dropped_plain:8\r\n"
-                 "packets_dropped_sealed:9\r\n"
+                 "packets_dropped_nokey:12\r\npackets_dropped_plain:13\r\n"
+                 "packets_dropped_sealed:14\r\n"
                  "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
-                 "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_dropped_nokey:10\r\n"
-                 "syncs_dropped_plain:11\r\nsyncs_dropped_sealed:12\r\n"
+                 "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_oversize:7\r\n"
+                 "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
+                 "syncs_timed_out_frame:11\r\nsyncs_dropped_nokey:15\r\n"
+                 "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),

@@ -1001,7 +1001,14 @@ static void test_wire_full_udp_packet_fits_the_budget(void **state)
     }
 }
 
-static void test_wire_largest_sync_fits_a_frame(void **state)
+/* One SYNC msg with every field at its widest, as worst_msgs() makes them. */
+static void worst_sync_msg(struct rd_packet *p)
+{
+    worst_msgs(p);
+    p->nmsgs = 1;
+}
+
+static void test_wire_largest_sync_is_the_frame_bound(void **state)
 {
     struct rd_member *members = calloc(RD_MAX_MEMBERS, sizeof *members);
     struct rd_member *out = calloc(RD_MAX_MEMBERS, sizeof *out);
@@ -1015,12 +1022,23 @@ static void test_wire_largest_sync_fits_a_frame(void **state)
     struct rd_packet p, q;
     memset(&p, 0, sizeof p);
     memset(p.from, 'f', RD_NAME_MAX);
-    worst_msgs(&p);
+    worst_sync_msg(&p);
     p.nmembers = RD_MAX_MEMBERS;
     p.members = members;
     size_t len = 0;
+    /* The bound is the encoder's worst case exactly, plus the envelope a sealed frame adds:
+     * a SYNC of the longest strings and the widest integers takes all the rest but the 2
+     * bytes it gives the msgs array (a fixarray of one here, an array16 in the worst
+     * header). With statuses too wide to be legal: */
+    for (size_t i = 0; i < RD_MAX_MEMBERS; i++)
+        members[i].status = UINT8_MAX;
     assert_int_equal(rd_wire_encode(&p, buf + RD_WIRE_FRAME_PREFIX, RD_WIRE_FRAME_MAX, &len), 0);
-    assert_true(len <= RD_WIRE_FRAME_MAX);
+    assert_int_equal(len, RD_WIRE_FRAME_MAX - RD_ENVELOPE_RESERVE - 2);
+    /* a legal status is a fixint, one byte short of that worst case in every record */
+    for (size_t i = 0; i < RD_MAX_MEMBERS; i++)
+        members[i].status = RD_LEFT;
+    assert_int_equal(rd_wire_encode(&p, buf + RD_WIRE_FRAME_PREFIX, RD_WIRE_FRAME_MAX, &len), 0);
+    assert_int_equal(len, RD_WIRE_FRAME_MAX - RD_ENVELOPE_RESERVE - 2 - RD_MAX_MEMBERS);
     rd_wire_frame_put_header(buf, (uint32_t)len);
 
     uint32_t body = 0;
@@ -1030,6 +1048,24 @@ static void test_wire_largest_sync_fits_a_frame(void **state)
     assert_int_equal(
         rd_wire_decode(buf + RD_WIRE_FRAME_PREFIX, body, &q, out, RD_MAX_MEMBERS, &why), 0);
     assert_packets_equal(&p, &q);
+    /* read as sync.c reads it, in 64 KiB pieces: the reader's memory follows the bytes
+     * that arrived (at most twice them, as its buffer doubles) and ends within the buffer
+     * bound that sync's memory bound is built on */
+    struct rd_wire_frame_reader r;
+    rd_wire_frame_reader_init(&r);
+    size_t off = 0, used = 0;
+    int rc = RD_EAGAIN;
+    while (rc == RD_EAGAIN) {
+        size_t n =
+            RD_WIRE_FRAME_PREFIX + len - off < 65536 ? RD_WIRE_FRAME_PREFIX + len - off : 65536;
+        rc = rd_wire_frame_feed(&r, buf + off, n, &used);
+        off += used;
+        assert_true(r.frame.cap <= 2 * r.frame.len + 64);
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(off, RD_WIRE_FRAME_PREFIX + len);
+    assert_true(r.frame.cap <= RD_WIRE_FRAME_BUFFER_MAX);
+    rd_wire_frame_reader_free(&r);
     /* one member more than a SYNC may carry is refused by both sides */
     p.nmembers = RD_MAX_MEMBERS + 1;
     assert_int_equal(rd_wire_encode(&p, buf, RD_WIRE_FRAME_MAX, &len), RD_EINVAL);
@@ -1140,11 +1176,15 @@ static void test_wire_frame_header_refuses_empty_and_huge_frames(void **state)
     char hdr[4];
     uint32_t body = 0;
     rd_wire_frame_put_header(hdr, 0);
+    body = 99;
     assert_int_equal(rd_wire_frame_header(hdr, 4, &body), RD_E2BIG);
+    assert_int_equal(body, 0); /* the refused length is told, so empty and huge differ */
     rd_wire_frame_put_header(hdr, RD_WIRE_FRAME_MAX + 1);
     assert_int_equal(rd_wire_frame_header(hdr, 4, &body), RD_E2BIG);
+    assert_int_equal(body, RD_WIRE_FRAME_MAX + 1);
     rd_wire_frame_put_header(hdr, UINT32_MAX);
     assert_int_equal(rd_wire_frame_header(hdr, 4, &body), RD_E2BIG);
+    assert_int_equal(body, UINT32_MAX);
     rd_wire_frame_put_header(hdr, RD_WIRE_FRAME_MAX);
     assert_int_equal(rd_wire_frame_header(hdr, 4, &body), 0);
     assert_int_equal(body, RD_WIRE_FRAME_MAX);
@@ -1260,6 +1300,7 @@ static void test_wire_frame_reader_refuses_an_oversize_prefix_for_good(void **st
     assert_int_equal(rd_wire_frame_feed(&r, buf + 2, sizeof buf - 2, &used), RD_E2BIG);
     assert_int_equal(used, 2);
     assert_true(r.frame.len <= RD_WIRE_FRAME_PREFIX);
+    assert_int_equal(r.body_len, RD_WIRE_FRAME_MAX + 1); /* what was refused */
     /* sticky: nothing more is taken, even a valid frame */
     char good[512];
     size_t n = sync_frame_of("n1", good, sizeof good);
@@ -1271,6 +1312,7 @@ static void test_wire_frame_reader_refuses_an_oversize_prefix_for_good(void **st
     rd_wire_frame_reader_init(&r);
     memset(buf, 0, sizeof buf);
     assert_int_equal(rd_wire_frame_feed(&r, buf, sizeof buf, &used), RD_E2BIG);
+    assert_int_equal(r.body_len, 0);
     rd_wire_frame_reader_free(&r);
 }
 
@@ -1308,7 +1350,7 @@ int main(void)
         cmocka_unit_test(test_wire_random_packets_stay_within_size_bounds_with_seed),
         cmocka_unit_test(test_wire_worst_case_packets_meet_the_bounds_exactly),
         cmocka_unit_test(test_wire_full_udp_packet_fits_the_budget),
-        cmocka_unit_test(test_wire_largest_sync_fits_a_frame),
+        cmocka_unit_test(test_wire_largest_sync_is_the_frame_bound),
         cmocka_unit_test(test_wire_encode_never_writes_past_cap),
         cmocka_unit_test(test_wire_encode_refuses_packets_out_of_bounds),
         cmocka_unit_test(test_wire_frame_header_waits_for_four_bytes),
