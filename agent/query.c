@@ -468,6 +468,9 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
         "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
         "syncs_malformed:%" PRIu64 "\r\n"
+        "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
+        "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
+        "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\n"
         "connections:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
@@ -475,7 +478,9 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         rd_ring_checksum(ring), rd_ring_member_count(ring), rd_ring_point_count(ring), st.vnodes,
         st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s),
         ss->packets_in, ss->packets_out, st.packets_malformed, ss->probes, ss->probes_failed,
-        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed, q->nconns,
+        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed,
+        ss->incarnations_refused, ss->members_refused_full, ss->replies_trimmed,
+        ss->ping_reqs_refused, ss->namesakes_ignored, rd_ring_scaled(ring, NULL, NULL), q->nconns,
         q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);

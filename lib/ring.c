@@ -42,7 +42,11 @@
  *
  * Point counts. max(1, (vnodes * weight_milli + 500) / 1000) in 64-bit integers: a member's
  * count depends on its own weight and nothing else, never on floats or the total weight
- * (ketama's float rounding moved keys between unchanged servers).
+ * (ketama's float rounding moved keys between unchanged servers). The one exception is a
+ * ring that would exceed RD_RING_MAX_POINTS: then every count is scaled by one common factor
+ * taken from the totals (see scale_count), in integers, so that the ring still follows the
+ * membership, identically on every agent, instead of the build failing and the old ring
+ * staying in place forever.
  */
 #include "ring.h"
 #include "ring_internal.h"
@@ -80,7 +84,9 @@ struct rd_ring {
     uint32_t nmembers;
     uint32_t npoints;
     uint32_t vnodes;
-    unsigned shift; /* 64 - b; lookup bucket = pos >> shift */
+    uint64_t raw_points; /* sum of the unscaled counts */
+    uint64_t budget;     /* 0, or the scaled ring's budget (see scale_count) */
+    unsigned shift;      /* 64 - b; lookup bucket = pos >> shift */
     uint64_t checksum;
     uint64_t *hashes;        /* [npoints], sorted by (hash, owner) */
     uint32_t *owner;         /* [npoints] member index */
@@ -140,6 +146,14 @@ static uint64_t point_count(uint32_t vnodes, uint32_t weight)
 {
     uint64_t p = ((uint64_t)vnodes * weight + RD_WEIGHT_ONE / 2) / RD_WEIGHT_ONE;
     return p ? p : 1;
+}
+
+/* A raw count scaled to the budget: max(1, floor(raw * budget / total)), budget = the point
+ * limit less one point per member, so that the floors of 1 still fit the limit. */
+static uint32_t scale_count(uint64_t raw, uint64_t budget, uint64_t total)
+{
+    uint64_t p = raw * budget / total;
+    return p ? (uint32_t)p : 1;
 }
 
 static int cmp_member_name(const void *a, const void *b)
@@ -489,9 +503,13 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
             }
         }
     }
-    if (total > RD_RING_MAX_POINTS) {
-        free(sorted);
-        return RD_E2BIG;
+    /* Over the limit: scale. raw <= 2^19 and budget < 2^24, so the products fit 64 bits. */
+    uint64_t raw_total = total, budget = 0;
+    if (raw_total > RD_RING_MAX_POINTS) {
+        budget = RD_RING_MAX_POINTS - n;
+        total = 0;
+        for (size_t k = 0; k < n; k++)
+            total += scale_count(point_count(vnodes, members[k].weight), budget, raw_total);
     }
 
     /* b: the smallest bit count with 2^b >= points (at least 1, so the shift stays < 64). */
@@ -521,6 +539,8 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     r->nmembers = (uint32_t)n;
     r->npoints = (uint32_t)total;
     r->vnodes = vnodes;
+    r->raw_points = raw_total;
+    r->budget = budget;
     r->shift = 64 - b;
     r->hashes = total ? (uint64_t *)(block + off_hashes) : NULL;
     r->owner = total ? (uint32_t *)(block + off_owner) : NULL;
@@ -542,6 +562,7 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
         nm->len = (uint8_t)len;
         memcpy(nm->s, sorted[k]->name, len + 1);
         uint32_t pc = (uint32_t)point_count(vnodes, sorted[k]->weight);
+        if (budget) pc = scale_count(pc, budget, raw_total);
         r->points[k] = pc;
         if (used + POINT_BUF_MAX > sizeof chunk) {
             XXH3_64bits_update(&st, chunk, used);
@@ -597,6 +618,14 @@ uint32_t rd_ring_member_points(const struct rd_ring *ring, size_t idx)
 size_t rd_ring_point_count(const struct rd_ring *ring)
 {
     return ring ? ring->npoints : 0;
+}
+
+bool rd_ring_scaled(const struct rd_ring *ring, uint64_t *budget, uint64_t *raw_points)
+{
+    if (!ring || ring->budget == 0) return false;
+    if (budget) *budget = ring->budget;
+    if (raw_points) *raw_points = ring->raw_points;
+    return true;
 }
 
 uint32_t rd_ring_vnodes(const struct rd_ring *ring)

@@ -316,7 +316,9 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nhealth:%u\r\n"
                  "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
                  "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
-                 "syncs_failed:0\r\nsyncs_malformed:6\r\nconnections:1\r\nwatchers:1\r\n"
+                 "syncs_failed:0\r\nsyncs_malformed:6\r\nincarnations_refused:0\r\n"
+                 "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
+                 "namesakes_ignored:0\r\nring_scaled:0\r\nconnections:1\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
                  rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim));
