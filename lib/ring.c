@@ -754,17 +754,57 @@ struct move_acc {
     struct u128 len;
 };
 
+/* One entry per (from, to) pair, found through an open-addressing index: a ring that goes
+ * from a few members to millions of points changes hands at every one of them, and sorting
+ * a list of those intervals took seconds where folding them as they come takes milliseconds. */
 struct move_list {
-    struct move_acc *v;
+    struct move_acc *v; /* the distinct pairs */
     size_t n, cap;
+    uint32_t *index; /* [mask + 1] entry index + 1, 0 = empty */
+    size_t mask;
+    size_t last; /* the entry added to last: neighbouring intervals often share a pair */
 };
+
+static size_t move_slot(const struct move_list *l, uint32_t from, uint32_t to)
+{
+    uint64_t h = ((uint64_t)from << 32 | to) * UINT64_C(0x9e3779b97f4a7c15);
+    size_t k = (size_t)(h >> 32) & l->mask;
+    while (l->index[k] != 0) {
+        const struct move_acc *a = &l->v[l->index[k] - 1];
+        if (a->from == from && a->to == to) break;
+        k = (k + 1) & l->mask;
+    }
+    return k;
+}
+
+/* Doubles the index (kept at most half full) and places every pair again. */
+static int move_index_grow(const struct rd_ring_hooks *hooks, struct move_list *l)
+{
+    size_t size = l->index ? 2 * (l->mask + 1) : 128;
+    uint32_t *index = ring_alloc(hooks, size * sizeof *index);
+    if (!index) return RD_ENOMEM;
+    memset(index, 0, size * sizeof *index);
+    free(l->index);
+    l->index = index;
+    l->mask = size - 1;
+    for (size_t k = 0; k < l->n; k++)
+        l->index[move_slot(l, l->v[k].from, l->v[k].to)] = (uint32_t)k + 1;
+    return 0;
+}
 
 static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
                     uint32_t to, struct u128 len)
 {
-    /* Neighbouring intervals often change hands between the same pair: fold them here. */
-    if (l->n > 0 && l->v[l->n - 1].from == from && l->v[l->n - 1].to == to) {
-        u128_add(&l->v[l->n - 1].len, len);
+    if (l->n > 0 && l->v[l->last].from == from && l->v[l->last].to == to) {
+        u128_add(&l->v[l->last].len, len);
+        return 0;
+    }
+    if (2 * (l->n + 1) > (l->index ? l->mask + 1 : 0) && move_index_grow(hooks, l) < 0)
+        return RD_ENOMEM;
+    size_t k = move_slot(l, from, to);
+    if (l->index[k] != 0) {
+        l->last = l->index[k] - 1;
+        u128_add(&l->v[l->last].len, len);
         return 0;
     }
     if (l->n == l->cap) {
@@ -776,7 +816,9 @@ static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint
         l->v = v;
         l->cap = cap;
     }
+    l->last = l->n;
     l->v[l->n++] = (struct move_acc){from, to, len};
+    l->index[k] = (uint32_t)l->n;
     return 0;
 }
 
@@ -867,12 +909,13 @@ int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
         if (changed_hands(old_to_new, from, to)) rc = move_add(hooks, &l, from, to, len);
     }
     free(old_to_new);
+    free(l.index);
     if (rc != 0 || l.n == 0) { /* failed, or nothing changed hands */
         free(l.v);
         return rc;
     }
 
-    /* One entry per (from, to) pair. */
+    /* One entry per (from, to) pair already; in pair order, as before the index. */
     qsort(l.v, l.n, sizeof *l.v, cmp_move_pair);
     size_t npairs = 0;
     for (size_t k = 0; k < l.n; k++) {

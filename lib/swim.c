@@ -968,10 +968,9 @@ static void answer_ping(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
     send_msg(s, from, NULL, &ack);
     if (s->out_len != before) s->outq[(s->out_head + s->out_len - 1) % OUT_QUEUE_MAX].bare = true;
     s->stats.replies_trimmed++;
-    /* a member we hold dead, at its own address: it may be back, so compare notes */
-    int i = find_entry(s, from_name);
-    if (i > 0 && rd_addr_equal(&s->members[i].addr, from))
-        maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
+    /* It may be a member that joined or came back before we heard: compare notes over TCP,
+     * which no forged source address can answer (at most one SYN per probe interval). */
+    maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
 }
 
 /* `known`: the sender was a live member at this address before its packet was merged (the
