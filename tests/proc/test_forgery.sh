@@ -85,7 +85,7 @@ owns_everywhere() {
 # about 5 times that with the sanitizers, four agents sharing the cores: the limit is 2 s for
 # the one and 10 s for the other. A frozen ring never gets there.
 limit=2000
-grep -qa AddressSanitizer "$RINGD" && limit=10000
+grep -qa __asan_init "$RINGD" && limit=10000
 if wait_for 20 owns_everywhere >/dev/null; then
   took=$(($(now_ms) - t0))
   check "a real newcomer owns keys on every agent ${took} ms after it started (limit $limit)" \
