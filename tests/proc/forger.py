@@ -30,28 +30,12 @@ import struct
 import sys
 import time
 
+from abuse_client import mp_str, mp_uint  # the same encoders as the watch flood
+
 HOST = "127.0.0.1"
 
 
 # ------------------------------------------------------------------ encoding
-
-def mp_str(b):
-    if len(b) < 32:
-        return bytes([0xA0 | len(b)]) + b
-    return b"\xd9" + bytes([len(b)]) + b
-
-
-def mp_uint(v):
-    if v < 0x80:
-        return bytes([v])
-    if v < 1 << 8:
-        return b"\xcc" + bytes([v])
-    if v < 1 << 16:
-        return b"\xcd" + struct.pack(">H", v)
-    if v < 1 << 32:
-        return b"\xce" + struct.pack(">I", v)
-    return b"\xcf" + struct.pack(">Q", v)
-
 
 def mp_array(items):
     assert len(items) < 16
