@@ -473,6 +473,28 @@ static void test_an_established_member_keeps_its_name_against_a_namesake(void **
     }
 }
 
+static void test_a_full_member_table_counts_what_it_refuses(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    static struct rd_member batch[RD_MAX_MEMBERS];
+    feed_sync(s, batch, RD_MAX_MEMBERS - 1, 1);
+    assert_int_equal(rd_swim_member_count(s), RD_MAX_MEMBERS);
+    assert_int_equal(rd_swim_stats(s)->members_refused_full, 0);
+    struct rd_member extra = fake_member(RD_MAX_MEMBERS, 1, RD_ALIVE);
+    snprintf(extra.name, sizeof extra.name, "extra");
+    size_t n;
+    ping_from_n1(s, 1, &extra, 1, &n);
+    assert_int_equal(rd_swim_member_count(s), RD_MAX_MEMBERS);
+    assert_null(rd_swim_find(s, "extra"));
+    assert_int_equal(rd_swim_stats(s)->members_refused_full, 1);
+    rd_swim_delete(s);
+}
+
 static void test_restarted_member_is_alive_again_everywhere(void **state)
 {
     struct sim *sim = cluster(10, 37);
@@ -650,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_incarnations_saturate_at_the_end_of_the_range),
         cmocka_unit_test(test_a_stranger_gets_no_more_bytes_than_it_sent_and_no_relay),
         cmocka_unit_test(test_an_established_member_keeps_its_name_against_a_namesake),
+        cmocka_unit_test(test_a_full_member_table_counts_what_it_refuses),
         cmocka_unit_test(test_restarted_member_is_alive_again_everywhere),
         cmocka_unit_test(test_restarted_seed_without_join_is_found_again),
         cmocka_unit_test(test_partition_heals_into_one_cluster),
