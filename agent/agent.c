@@ -43,6 +43,8 @@
 #define RD_REBUILD_BURST 3
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
 #define RD_TRIM_QUIET_MS 5000
+/** A full member table is logged at most this often. */
+#define TABLE_FULL_LOG_MS 60000
 
 struct rd_agent {
     struct rd_agent_config cfg;
@@ -59,6 +61,7 @@ struct rd_agent {
     bool rebuild_pending;
     bool leaving, left, was_joined;
     int exit_rc; /* what rd_agent_run returns once the loop stopped */
+    uint64_t full_logged_ms, full_logged_count; /* last "member table full" line */
     uint64_t start_ms;
     struct rd_member *rx_members; /* decoder scratch for one datagram */
     uint64_t malformed_packets;
@@ -154,8 +157,27 @@ static void rebuild_ring(struct rd_agent *a)
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
             RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d.moved),
             RD_FUINT("moves", d.nmoves), RD_FSTR("largest_move", top));
+    uint64_t budget, raw;
+    if (rd_ring_scaled(ring, &budget, &raw))
+        rd_logf(RD_LOG_WARN, "ring scaled to the point limit", RD_FUINT("raw_points", raw),
+                RD_FUINT("budget", budget), RD_FDBL("factor", (double)budget / (double)raw),
+                RD_FUINT("ring_points", rd_ring_point_count(ring)));
     publish_ring(a, &d);
     rd_ring_diff_destroy(&d);
+}
+
+/* A full member table refuses newcomers: say so, at most once a minute. */
+static void log_table_full(struct rd_agent *a)
+{
+    uint64_t refused = rd_swim_stats(a->swim)->members_refused_full;
+    if (refused == a->full_logged_count) return;
+    uint64_t now = now_ms();
+    if (a->full_logged_ms && now - a->full_logged_ms < TABLE_FULL_LOG_MS) return;
+    rd_logf(RD_LOG_ERROR, "member table full: newcomers refused",
+            RD_FUINT("members", rd_swim_member_count(a->swim)),
+            RD_FUINT("members_refused_full", refused));
+    a->full_logged_ms = now;
+    a->full_logged_count = refused;
 }
 
 /*
@@ -287,6 +309,7 @@ static void flush(struct rd_agent *a)
         rd_swim_counts(a->swim, counts);
         rd_logf(RD_LOG_INFO, "joined cluster", RD_FUINT("members_alive", counts[RD_ALIVE]));
     }
+    log_table_full(a);
     const struct rd_member *namesake = rd_swim_conflict(a->swim);
     if (namesake && !a->left) {
         char theirs[RD_ADDR_STRLEN];

@@ -497,7 +497,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
     rd_swim_counts(s, counts);
     const struct rd_member *me = rd_swim_self(s);
     const struct rd_swim_stats *ss = rd_swim_stats(s);
-    char addr[RD_ADDR_STRLEN], text[2560];
+    char addr[RD_ADDR_STRLEN], text[4096];
     rd_addr_format(&me->addr, addr, sizeof addr);
     int n = snprintf(
         text, sizeof text,
@@ -519,6 +519,9 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "\r\nsyncs_timed_out_frame:%" PRIu64 "\r\n"
         "syncs_dropped_nokey:%" PRIu64 "\r\nsyncs_dropped_plain:%" PRIu64
         "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\n"
+        "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
+        "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
+        "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
@@ -530,8 +533,10 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed,
         st.syncs_oversize, st.syncs_refused_source, st.syncs_refused_full,
         st.syncs_timed_out_header, st.syncs_timed_out_frame, st.syncs_dropped.nokey,
-        st.syncs_dropped.plain, st.syncs_dropped.sealed, q->nconns, q->max_conns, q->nwatchers,
-        q->rejected, q->cut_off);
+        st.syncs_dropped.plain, st.syncs_dropped.sealed, ss->incarnations_refused,
+        ss->members_refused_full, ss->replies_trimmed, ss->ping_reqs_refused, ss->namesakes_ignored,
+        rd_ring_scaled(ring, NULL, NULL), q->nconns, q->max_conns, q->nwatchers, q->rejected,
+        q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }

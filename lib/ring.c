@@ -42,7 +42,11 @@
  *
  * Point counts. max(1, (vnodes * weight_milli + 500) / 1000) in 64-bit integers: a member's
  * count depends on its own weight and nothing else, never on floats or the total weight
- * (ketama's float rounding moved keys between unchanged servers).
+ * (ketama's float rounding moved keys between unchanged servers). The one exception is a
+ * ring that would exceed RD_RING_MAX_POINTS: then every count is scaled by one common factor
+ * taken from the totals (see scale_count), in integers, so that the ring still follows the
+ * membership, identically on every agent, instead of the build failing and the old ring
+ * staying in place forever.
  */
 #include "ring.h"
 #include "ring_internal.h"
@@ -80,7 +84,9 @@ struct rd_ring {
     uint32_t nmembers;
     uint32_t npoints;
     uint32_t vnodes;
-    unsigned shift; /* 64 - b; lookup bucket = pos >> shift */
+    uint64_t raw_points; /* sum of the unscaled counts */
+    uint64_t budget;     /* 0, or the scaled ring's budget (see scale_count) */
+    unsigned shift;      /* 64 - b; lookup bucket = pos >> shift */
     uint64_t checksum;
     uint64_t *hashes;        /* [npoints], sorted by (hash, owner) */
     uint32_t *owner;         /* [npoints] member index */
@@ -140,6 +146,14 @@ static uint64_t point_count(uint32_t vnodes, uint32_t weight)
 {
     uint64_t p = ((uint64_t)vnodes * weight + RD_WEIGHT_ONE / 2) / RD_WEIGHT_ONE;
     return p ? p : 1;
+}
+
+/* A raw count scaled to the budget: max(1, floor(raw * budget / total)), budget = the point
+ * limit less one point per member, so that the floors of 1 still fit the limit. */
+static uint32_t scale_count(uint64_t raw, uint64_t budget, uint64_t total)
+{
+    uint64_t p = raw * budget / total;
+    return p ? (uint32_t)p : 1;
 }
 
 static int cmp_member_name(const void *a, const void *b)
@@ -489,9 +503,13 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
             }
         }
     }
-    if (total > RD_RING_MAX_POINTS) {
-        free(sorted);
-        return RD_E2BIG;
+    /* Over the limit: scale. raw <= 2^19 and budget < 2^24, so the products fit 64 bits. */
+    uint64_t raw_total = total, budget = 0;
+    if (raw_total > RD_RING_MAX_POINTS) {
+        budget = RD_RING_MAX_POINTS - n;
+        total = 0;
+        for (size_t k = 0; k < n; k++)
+            total += scale_count(point_count(vnodes, members[k].weight), budget, raw_total);
     }
 
     /* b: the smallest bit count with 2^b >= points (at least 1, so the shift stays < 64). */
@@ -521,6 +539,8 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     r->nmembers = (uint32_t)n;
     r->npoints = (uint32_t)total;
     r->vnodes = vnodes;
+    r->raw_points = raw_total;
+    r->budget = budget;
     r->shift = 64 - b;
     r->hashes = total ? (uint64_t *)(block + off_hashes) : NULL;
     r->owner = total ? (uint32_t *)(block + off_owner) : NULL;
@@ -542,6 +562,7 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
         nm->len = (uint8_t)len;
         memcpy(nm->s, sorted[k]->name, len + 1);
         uint32_t pc = (uint32_t)point_count(vnodes, sorted[k]->weight);
+        if (budget) pc = scale_count(pc, budget, raw_total);
         r->points[k] = pc;
         if (used + POINT_BUF_MAX > sizeof chunk) {
             XXH3_64bits_update(&st, chunk, used);
@@ -597,6 +618,14 @@ uint32_t rd_ring_member_points(const struct rd_ring *ring, size_t idx)
 size_t rd_ring_point_count(const struct rd_ring *ring)
 {
     return ring ? ring->npoints : 0;
+}
+
+bool rd_ring_scaled(const struct rd_ring *ring, uint64_t *budget, uint64_t *raw_points)
+{
+    if (!ring || ring->budget == 0) return false;
+    if (budget) *budget = ring->budget;
+    if (raw_points) *raw_points = ring->raw_points;
+    return true;
 }
 
 uint32_t rd_ring_vnodes(const struct rd_ring *ring)
@@ -725,17 +754,57 @@ struct move_acc {
     struct u128 len;
 };
 
+/* One entry per (from, to) pair, found through an open-addressing index: a ring that goes
+ * from a few members to millions of points changes hands at every one of them, and sorting
+ * a list of those intervals took seconds where folding them as they come takes milliseconds. */
 struct move_list {
-    struct move_acc *v;
+    struct move_acc *v; /* the distinct pairs */
     size_t n, cap;
+    uint32_t *index; /* [mask + 1] entry index + 1, 0 = empty */
+    size_t mask;
+    size_t last; /* the entry added to last: neighbouring intervals often share a pair */
 };
+
+static size_t move_slot(const struct move_list *l, uint32_t from, uint32_t to)
+{
+    uint64_t h = ((uint64_t)from << 32 | to) * UINT64_C(0x9e3779b97f4a7c15);
+    size_t k = (size_t)(h >> 32) & l->mask;
+    while (l->index[k] != 0) {
+        const struct move_acc *a = &l->v[l->index[k] - 1];
+        if (a->from == from && a->to == to) break;
+        k = (k + 1) & l->mask;
+    }
+    return k;
+}
+
+/* Doubles the index (kept at most half full) and places every pair again. */
+static int move_index_grow(const struct rd_ring_hooks *hooks, struct move_list *l)
+{
+    size_t size = l->index ? 2 * (l->mask + 1) : 128;
+    uint32_t *index = ring_alloc(hooks, size * sizeof *index);
+    if (!index) return RD_ENOMEM;
+    memset(index, 0, size * sizeof *index);
+    free(l->index);
+    l->index = index;
+    l->mask = size - 1;
+    for (size_t k = 0; k < l->n; k++)
+        l->index[move_slot(l, l->v[k].from, l->v[k].to)] = (uint32_t)k + 1;
+    return 0;
+}
 
 static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
                     uint32_t to, struct u128 len)
 {
-    /* Neighbouring intervals often change hands between the same pair: fold them here. */
-    if (l->n > 0 && l->v[l->n - 1].from == from && l->v[l->n - 1].to == to) {
-        u128_add(&l->v[l->n - 1].len, len);
+    if (l->n > 0 && l->v[l->last].from == from && l->v[l->last].to == to) {
+        u128_add(&l->v[l->last].len, len);
+        return 0;
+    }
+    if (2 * (l->n + 1) > (l->index ? l->mask + 1 : 0) && move_index_grow(hooks, l) < 0)
+        return RD_ENOMEM;
+    size_t k = move_slot(l, from, to);
+    if (l->index[k] != 0) {
+        l->last = l->index[k] - 1;
+        u128_add(&l->v[l->last].len, len);
         return 0;
     }
     if (l->n == l->cap) {
@@ -747,7 +816,9 @@ static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint
         l->v = v;
         l->cap = cap;
     }
+    l->last = l->n;
     l->v[l->n++] = (struct move_acc){from, to, len};
+    l->index[k] = (uint32_t)l->n;
     return 0;
 }
 
@@ -838,12 +909,13 @@ int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
         if (changed_hands(old_to_new, from, to)) rc = move_add(hooks, &l, from, to, len);
     }
     free(old_to_new);
+    free(l.index);
     if (rc != 0 || l.n == 0) { /* failed, or nothing changed hands */
         free(l.v);
         return rc;
     }
 
-    /* One entry per (from, to) pair. */
+    /* One entry per (from, to) pair already; in pair order, as before the index. */
     qsort(l.v, l.n, sizeof *l.v, cmp_move_pair);
     size_t npairs = 0;
     for (size_t k = 0; k < l.n; k++) {

@@ -5,7 +5,9 @@
  * fleet puts a key in the same place. The construction is specified bit for bit in
  * proto/PROTOCOL.md ("The ring"):
  *   - member m gets max(1, round(vnodes * weight)) points, computed in integers:
- *     (vnodes * weight_milli + 500) / 1000, weight_milli = weight * RD_WEIGHT_ONE;
+ *     (vnodes * weight_milli + 500) / 1000, weight_milli = weight * RD_WEIGHT_ONE; when
+ *     these add up to more than RD_RING_MAX_POINTS, each is scaled to
+ *     max(1, floor(raw * (RD_RING_MAX_POINTS - n) / total_raw));
  *   - point i of m sits at XXH3-64(seed 0) of  u8 len(name) | name bytes | u32 big-endian i;
  *   - a key sits at XXH3-64(seed 0) of its bytes;
  *   - the owner of a key is the member of the first point at or clockwise after it,
@@ -17,6 +19,7 @@
 #ifndef RD_RING_H
 #define RD_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,7 +36,8 @@
 #define RD_RING_VNODES_DEFAULT 512
 /** Largest vnodes setting. */
 #define RD_RING_VNODES_MAX 4096
-/** Most points in one ring (members x vnodes x weight); rd_ring_new() refuses more. */
+/** Most points in one ring (members x vnodes x weight); above it every member's count is
+ *  scaled down by one common factor (see the file comment and rd_ring_scaled()). */
 #define RD_RING_MAX_POINTS (1u << 24)
 
 /** What the ring needs of a member. `name` is NUL-terminated and valid (rd_name_valid). */
@@ -49,8 +53,8 @@ struct rd_ring;
 /**
  * Builds a ring. Members may come in any order; duplicate names are RD_EEXIST, an invalid
  * name RD_EINVAL, a weight of 0 or above RD_WEIGHT_MAX RD_EINVAL, vnodes outside
- * 1..RD_RING_VNODES_MAX RD_EINVAL, too many points RD_E2BIG. n = 0 gives an empty ring.
- * On success *out is a new heap object owned by the caller (rd_ring_delete()).
+ * 1..RD_RING_VNODES_MAX RD_EINVAL, more members than RD_RING_MAX_POINTS RD_E2BIG. n = 0 gives an
+ * empty ring. On success *out is a new heap object owned by the caller (rd_ring_delete()).
  */
 int rd_ring_new(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
                 struct rd_ring **out);
@@ -65,6 +69,11 @@ const char *rd_ring_member_name(const struct rd_ring *ring, size_t idx);
 uint32_t rd_ring_member_points(const struct rd_ring *ring, size_t idx);
 /** Total number of points. */
 size_t rd_ring_point_count(const struct rd_ring *ring);
+/**
+ * True if the point counts were scaled down to fit RD_RING_MAX_POINTS; then *budget and
+ * *raw_points (either may be NULL) give the factor budget / raw_points that was applied.
+ */
+bool rd_ring_scaled(const struct rd_ring *ring, uint64_t *budget, uint64_t *raw_points);
 /** The vnodes setting the ring was built with. */
 uint32_t rd_ring_vnodes(const struct rd_ring *ring);
 

@@ -77,6 +77,7 @@ struct out {
     struct rd_msg msg;
     char to_name[RD_NAME_MAX + 1]; /* for the buddy system: suspect news goes first */
     bool with_self;                /* carry our own record first (name conflict notice) */
+    bool bare;                     /* no piggyback: an answer to a stranger */
 };
 
 /* A PING_REQ we are relaying: our ping's seq and whom to answer. */
@@ -116,6 +117,7 @@ struct rd_swim {
     uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms, next_reconnect_ms;
     uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
     bool conflict;              /* a namesake older than us is alive elsewhere */
+    bool established;           /* a member told us about ourselves at our address */
     struct rd_member conflict_with;
     uint32_t conflict_probe_seq; /* pinging an older namesake: does it still answer? */
     uint64_t conflict_probe_deadline_ms;
@@ -166,6 +168,19 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 static bool in_ring(uint8_t status)
 {
     return status == RD_ALIVE || status == RD_SUSPECT;
+}
+
+/* One more than inc, stopping at the end of the range instead of wrapping to 0. */
+static uint64_t inc_sat(uint64_t inc)
+{
+    return inc == UINT64_MAX ? UINT64_MAX : inc + 1;
+}
+
+/* False when `inc` is further above `known` (the highest seen for that member) than any
+ * honest member can have gone since: see RD_INCARNATION_JUMP_MAX. */
+static bool plausible(uint64_t known, uint64_t inc)
+{
+    return inc <= known || inc - known <= RD_INCARNATION_JUMP_MAX;
 }
 
 /* Members that are alive or suspect, self included: the N of SWIM's formulas. */
@@ -431,6 +446,7 @@ static void send_msg_ex(struct rd_swim *s, const struct rd_addr *to, const char 
     o->msg = *msg;
     snprintf(o->to_name, sizeof o->to_name, "%s", to_name ? to_name : "");
     o->with_self = with_self;
+    o->bare = false;
 }
 
 static void send_msg(struct rd_swim *s, const struct rd_addr *to, const char *to_name,
@@ -534,7 +550,7 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
 {
     struct rd_member *me = &s->members[0];
     uint64_t inc = accused_incarnation >= me->incarnation ? accused_incarnation : me->incarnation;
-    me->incarnation = inc + 1;
+    me->incarnation = inc_sat(inc);
     set_status(s, 0, s->leaving ? RD_LEFT : RD_ALIVE, now_ms);
     broadcast_n(s, 0, 2);
     s->stats.refutes++;
@@ -549,6 +565,13 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
  */
 static void merge_namesake(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
 {
+    if (s->established) {
+        /* the cluster knows us under this name: whoever else claims it is the one in the
+         * wrong (or a forger), and a datagram must not be able to stop us */
+        s->stats.namesakes_ignored++;
+        push_conflict(s, 0, r, now_ms);
+        return;
+    }
     if (r->incarnation >= s->start_incarnation) {
         push_conflict(s, 0, r, now_ms);
         struct rd_msg notice = {0};
@@ -572,7 +595,13 @@ static void merge_namesake(struct rd_swim *s, const struct rd_member *r, uint64_
 static void merge_about_self(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
 {
     const struct rd_member *me = &s->members[0];
-    if (!rd_addr_equal(&r->addr, &me->addr) && in_ring(r->status)) {
+    if (!plausible(me->incarnation, r->incarnation)) {
+        s->stats.incarnations_refused++;
+        return;
+    }
+    bool here = rd_addr_equal(&r->addr, &me->addr);
+    if (here && in_ring(r->status) && r->incarnation >= s->start_incarnation) s->established = true;
+    if (!here && in_ring(r->status)) {
         merge_namesake(s, r, now_ms);
         return;
     }
@@ -601,6 +630,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     if (idx < 0) {
         /* a stranger: keep a tombstone too, so a late rumour cannot resurrect it */
         int n = add_member(s, &rec, now_ms);
+        if (n == RD_E2BIG) s->stats.members_refused_full++;
         if (n < 0) return false;
         if (rec.status == RD_SUSPECT) start_suspicion(s, (uint32_t)n, rec.accuser, now_ms);
         if (in_ring(rec.status)) {
@@ -612,6 +642,10 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     uint32_t i = (uint32_t)idx;
     struct rd_member *cur = &s->members[i];
     uint8_t old = cur->status;
+    if (!plausible(cur->incarnation, rec.incarnation)) {
+        s->stats.incarnations_refused++;
+        return false;
+    }
     if (!rd_addr_equal(&rec.addr, &cur->addr)) {
         /* a name from a new address: only once its old owner is gone for reclaim_ms */
         if (in_ring(old)) {
@@ -907,18 +941,49 @@ static void maybe_sync_on_mismatch(struct rd_swim *s, uint64_t now_ms, const str
     queue_sync(s, from);
 }
 
-static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
-                       const char *from_name, const struct rd_msg *m)
+/* The sender is a member we hold alive or suspect, at the address the datagram came from. */
+static bool known_live(const struct rd_swim *s, const char *from_name, const struct rd_addr *from)
 {
-    switch (m->type) {
-    case RD_MSG_PING: {
-        if (strcmp(m->target, s->members[0].name) != 0)
-            return; /* meant for whoever had this address before */
+    int i = find_entry(s, from_name);
+    return i > 0 && in_ring(s->members[i].status) && rd_addr_equal(&s->members[i].addr, from);
+}
+
+/*
+ * A stranger (anyone but a live member at its own address) gets an ACK with no news and no
+ * checksum. It names only us and echoes the seq, while the PING named us as its target and
+ * also carried a sender name and a checksum field, so the answer is never larger than the
+ * question: the agent cannot be used to amplify traffic towards a forged source address.
+ */
+static void answer_ping(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                        const char *from_name, bool known, const struct rd_msg *m)
+{
+    if (known) {
         struct rd_msg ack = make_msg(s, RD_MSG_ACK, m->seq);
         send_msg(s, from, from_name, &ack);
         maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
-        break;
+        return;
     }
+    struct rd_msg ack = {.type = RD_MSG_ACK, .seq = m->seq};
+    size_t before = s->out_len;
+    send_msg(s, from, NULL, &ack);
+    if (s->out_len != before) s->outq[(s->out_head + s->out_len - 1) % OUT_QUEUE_MAX].bare = true;
+    s->stats.replies_trimmed++;
+    /* It may be a member that joined or came back before we heard: compare notes over TCP,
+     * which no forged source address can answer (at most one SYN per probe interval). */
+    maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
+}
+
+/* `known`: the sender was a live member at this address before its packet was merged (the
+ * records a packet carries cannot vouch for its own sender). */
+static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
+                       const char *from_name, bool known, const struct rd_msg *m)
+{
+    switch (m->type) {
+    case RD_MSG_PING:
+        if (strcmp(m->target, s->members[0].name) != 0)
+            return; /* meant for whoever had this address before */
+        answer_ping(s, now_ms, from, from_name, known, m);
+        break;
     case RD_MSG_ACK:
         if (s->conflict_probe_seq && m->seq == s->conflict_probe_seq) {
             s->conflict = true; /* our name answered from another address */
@@ -928,7 +993,8 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         }
         if (s->probe.active && m->seq == s->probe.seq) {
             probe_acked(s);
-            maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
+            if (m->checksum != 0) /* 0: a bare ACK, which carries no checksum */
+                maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
             return;
         }
         for (size_t k = 0; k < s->nrelays; k++) {
@@ -944,6 +1010,10 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         if (s->probe.active && m->seq == s->probe.seq) s->probe.nacks++;
         break;
     case RD_MSG_PING_REQ: {
+        if (!known) {
+            s->stats.ping_reqs_refused++; /* probing on behalf of strangers is a reflector */
+            return;
+        }
         if (s->nrelays == RELAYS_MAX || m->target_addr.family == 0) return;
         struct relay *r = &s->relays[s->nrelays++];
         *r = (struct relay){.our_seq = next_seq(s),
@@ -972,12 +1042,13 @@ static void recv_packet(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
             const struct rd_msg *m = &pkt->msgs[k];
             if (m->type == RD_MSG_PING ||
                 (m->type == RD_MSG_ACK && s->conflict_probe_seq && m->seq == s->conflict_probe_seq))
-                handle_msg(s, now_ms, from, pkt->from, m);
+                handle_msg(s, now_ms, from, pkt->from, false, m);
         }
         return;
     }
     if (!s->joined) s->joined = true;
     int sender = find_entry(s, pkt->from);
+    bool known = known_live(s, pkt->from, from);
     if (sender > 0 && !in_ring(s->members[sender].status)) {
         /* From a member we hold dead (or left): a datagram proves only that it can send.
          * A host that cannot hear suspects everyone; believing it would make the healthy
@@ -990,7 +1061,7 @@ static void recv_packet(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
         merge_all(s, pkt, now_ms, false);
     }
     for (size_t k = 0; k < pkt->nmsgs && k < RD_PACKET_MAX_MSGS; k++)
-        handle_msg(s, now_ms, from, pkt->from, &pkt->msgs[k]);
+        handle_msg(s, now_ms, from, pkt->from, known, &pkt->msgs[k]);
 }
 
 void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
@@ -1164,7 +1235,7 @@ bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
     memset(pkt, 0, sizeof *pkt);
     snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
     if (o->msg.type != 0) pkt->msgs[pkt->nmsgs++] = o->msg;
-    piggyback(s, o->to_name, o->with_self, pkt->nmsgs, pkt);
+    if (!o->bare) piggyback(s, o->to_name, o->with_self, pkt->nmsgs, pkt);
     s->stats.packets_out++;
     return true;
 }
@@ -1251,7 +1322,7 @@ void rd_swim_leave(struct rd_swim *s, uint64_t now_ms)
     if (s->leaving) return;
     s->leaving = true;
     s->probe.active = false;
-    s->members[0].incarnation++;
+    s->members[0].incarnation = inc_sat(s->members[0].incarnation);
     set_status(s, 0, RD_LEFT, now_ms);
     push_event(s, 0, RD_ALIVE, false);
     broadcast(s, 0);
@@ -1295,6 +1366,11 @@ void rd_swim_counts(const struct rd_swim *s, size_t counts[4])
 uint64_t rd_swim_checksum(const struct rd_swim *s)
 {
     return s->checksum;
+}
+
+bool rd_swim_established(const struct rd_swim *s)
+{
+    return s->established;
 }
 
 const struct rd_member *rd_swim_conflict(const struct rd_swim *s)

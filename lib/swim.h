@@ -70,8 +70,22 @@ struct rd_swim_stats {
     uint64_t probes, probes_failed, indirect_probes;
     uint64_t refutes; /**< times we raised our incarnation to refute */
     uint64_t syncs_in, syncs_out, syncs_failed;
-    uint64_t events_dropped; /**< events lost because nobody drained the queue */
+    uint64_t events_dropped;       /**< events lost because nobody drained the queue */
+    uint64_t incarnations_refused; /**< records whose incarnation jumped implausibly far */
+    uint64_t members_refused_full; /**< new members refused: the table held RD_MAX_MEMBERS */
+    uint64_t replies_trimmed;      /**< PINGs from strangers answered with a bare ACK */
+    uint64_t ping_reqs_refused;    /**< PING_REQs from strangers, not relayed */
+    uint64_t namesakes_ignored;    /**< namesakes refused while we were established */
 };
+
+/**
+ * The most a known member's incarnation may rise in one step. A member raises its own by
+ * one per refutation, and a restart starts from the wall clock in ms: 2^32 is 49 days of
+ * downtime or four billion refutations. A record further ahead is a forgery or a bug, and
+ * believing it would let one datagram push a member to the end of the range, where it can
+ * never refute again.
+ */
+#define RD_INCARNATION_JUMP_MAX (UINT64_C(1) << 32)
 
 struct rd_swim;
 
@@ -147,10 +161,17 @@ void rd_swim_counts(const struct rd_swim *s, size_t counts[4]);
  */
 uint64_t rd_swim_checksum(const struct rd_swim *s);
 /**
- * Non-NULL once an older namesake was found alive at another address: this agent joined
- * with a name already in use, and must stop (the record is the namesake's).
+ * Non-NULL once an older namesake was found alive at another address while this agent was
+ * not yet established (see rd_swim_established()): it joined with a name already in use,
+ * and must stop (the record is the namesake's).
  */
 const struct rd_member *rd_swim_conflict(const struct rd_swim *s);
+/**
+ * True once another member has told us about ourselves at our own address, alive or
+ * suspect, at an incarnation of this life (at least our first): the cluster knows us under
+ * our name. An established agent never stops because of a namesake; it reports it.
+ */
+bool rd_swim_established(const struct rd_swim *s);
 /** Lifeguard local health: 0 is healthy; timeouts stretch by (score + 1). */
 uint32_t rd_swim_health(const struct rd_swim *s);
 /** Counters. */

@@ -448,6 +448,17 @@ void sim_set_delay(struct sim *sim, uint32_t delay_ms, uint32_t jitter_ms)
     sim->jitter_ms = jitter_ms;
 }
 
+void sim_inject(struct sim *sim, size_t i, const struct rd_addr *from, const struct rd_packet *pkt)
+{
+    struct simm *m = &sim->m[i];
+    if (m->state != SIM_UP) return;
+    struct rd_packet got;
+    roundtrip(sim, pkt, &got);
+    rd_swim_recv(m->swim, sim->now, from, &got);
+    mark_drain(sim, i);
+    drain_all(sim);
+}
+
 void sim_run_until(struct sim *sim, uint64_t t)
 {
     while (sim->heap_len > 0 && sim->heap[0].time <= t) {

@@ -55,6 +55,10 @@ void sim_partition(struct sim *sim, size_t k, bool on);
 /** Base delay and uniform jitter per packet, ms. */
 void sim_set_delay(struct sim *sim, uint32_t delay_ms, uint32_t jitter_ms);
 
+/** A forged datagram: member i receives `pkt` from `from` now (as if it came off the wire;
+ *  pkt is round-tripped through the codec first), and what it answers is sent. */
+void sim_inject(struct sim *sim, size_t i, const struct rd_addr *from, const struct rd_packet *pkt);
+
 /** Runs until virtual time `t`. */
 void sim_run_until(struct sim *sim, uint64_t t);
 /** Runs for `ms` of virtual time. */

@@ -355,6 +355,9 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
                  "syncs_timed_out_frame:11\r\nsyncs_dropped_nokey:15\r\n"
                  "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\n"
+                 "incarnations_refused:0\r\n"
+                 "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
+                 "namesakes_ignored:0\r\nring_scaled:0\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),

@@ -29,6 +29,9 @@
 #include "ring.h"
 #include "ring_internal.h"
 
+/* The ring checksum of PROTOCOL.md's scaled-ring test vector. */
+#define RING_SCALED_VECTOR UINT64_C(0xcecbba5f35f017a1)
+
 #define NKEYS   100000
 #define KEY_MAX 32
 
@@ -1070,10 +1073,10 @@ static void test_ring_bad_input_is_refused_with_the_documented_code(void **state
     assert_int_equal(rd_ring_new(&ok, 1, V, NULL), RD_EINVAL);
 }
 
-static void test_ring_too_many_points_is_e2big_and_the_limit_itself_is_fine(void **state)
+static void test_ring_the_limit_itself_is_not_scaled(void **state)
 {
     (void)state;
-    /* 4096 members x 4096 vnodes = 2^24 points exactly; one weight step more is too many */
+    /* 4096 members x 4096 vnodes = 2^24 points exactly: built as they are, not scaled */
     size_t n = 4096;
     struct rd_ring_member *m = calloc(n, sizeof *m);
     char(*names)[16] = calloc(n, sizeof *names);
@@ -1084,20 +1087,96 @@ static void test_ring_too_many_points_is_e2big_and_the_limit_itself_is_fine(void
         m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL};
     }
     struct rd_ring *r = NULL;
-    m[0].weight = RD_WEIGHT_ONE + 1; /* 4096.0 x 1.001 = 4100.1 -> 4100 points */
-    assert_int_equal(rd_ring_new(m, n, RD_RING_VNODES_MAX, &r), RD_E2BIG);
-    assert_null(r);
-    m[0].weight = RD_WEIGHT_ONE;
     assert_int_equal(rd_ring_new(m, n, RD_RING_VNODES_MAX, &r), 0);
     assert_int_equal(rd_ring_point_count(r), RD_RING_MAX_POINTS);
+    assert_false(rd_ring_scaled(r, NULL, NULL));
     assert_true(rd_ring_owner(r, "user:42", 7) >= 0);
     rd_ring_delete(r);
-    /* a single heavy member: 4096 x 100.0 = 409,600 points; 41 of them are too many */
-    struct rd_ring_member heavy[41];
+    free(m);
+    free(names);
+}
+
+/* `heavy` members h0.. of weight 100 at 4096 vnodes, in the order given by `reverse`, plus
+ * one member "new" of weight 1 when `with_new`. */
+static struct rd_ring *heavy_ring(size_t heavy, bool reverse, bool with_new, char (*names)[16])
+{
+    struct rd_ring_member m[64];
+    size_t n = 0;
+    for (size_t k = 0; k < heavy; k++) {
+        size_t i = reverse ? heavy - 1 - k : k;
+        snprintf(names[i], 16, "h%zu", i);
+        m[n++] = (struct rd_ring_member){names[i], RD_WEIGHT_MAX, NULL};
+    }
+    if (with_new) m[n++] = (struct rd_ring_member){"new", RD_WEIGHT_ONE, NULL};
+    struct rd_ring *r = NULL;
+    assert_int_equal(rd_ring_new(m, n, RD_RING_VNODES_MAX, &r), 0);
+    return r;
+}
+
+static void test_ring_over_the_limit_is_scaled_by_one_factor(void **state)
+{
+    (void)state;
+    char names[64][16];
+    /* PROTOCOL.md's vector: 41 x 409,600 = 16,793,600 raw points > 2^24. Budget 2^24 - 41;
+     * each gets floor(409600 x 16777175 / 16793600) = 409,199. */
+    struct rd_ring *a = heavy_ring(41, false, false, names);
+    uint64_t budget = 0, raw = 0;
+    assert_true(rd_ring_scaled(a, &budget, &raw));
+    assert_int_equal(budget, RD_RING_MAX_POINTS - 41);
+    assert_int_equal(raw, 16793600);
     for (size_t i = 0; i < 41; i++)
-        heavy[i] = (struct rd_ring_member){names[i], RD_WEIGHT_MAX, NULL};
-    assert_int_equal(rd_ring_new(heavy, 41, RD_RING_VNODES_MAX, &r), RD_E2BIG);
-    assert_null(r);
+        assert_int_equal(rd_ring_member_points(a, i), 409199);
+    assert_int_equal(rd_ring_point_count(a), 41 * 409199);
+    assert_int_equal(rd_ring_checksum(a), RING_SCALED_VECTOR);
+    /* the same members in another order: the same ring, point for point */
+    struct rd_ring *b = heavy_ring(41, true, false, names);
+    assert_int_equal(rd_ring_checksum(a), rd_ring_checksum(b));
+    const uint64_t *ha, *hb;
+    const uint32_t *oa, *ob;
+    rd_ring_points(a, &ha, &oa);
+    rd_ring_points(b, &hb, &ob);
+    assert_memory_equal(ha, hb, rd_ring_point_count(a) * sizeof *ha);
+    assert_memory_equal(oa, ob, rd_ring_point_count(a) * sizeof *oa);
+    rd_ring_delete(b);
+    /* a real member joining the scaled ring gets its share: 4096 x 16777174 / 16797696 */
+    struct rd_ring *c = heavy_ring(41, false, true, names);
+    assert_true(rd_ring_point_count(c) <= RD_RING_MAX_POINTS);
+    int idx = -1;
+    for (size_t i = 0; i < rd_ring_member_count(c); i++)
+        if (strcmp(rd_ring_member_name(c, i), "new") == 0) idx = (int)i;
+    assert_true(idx >= 0);
+    assert_int_equal(rd_ring_member_points(c, (size_t)idx), 4090);
+    assert_int_equal(rd_ring_member_points(c, 0), 409099);
+    assert_int_equal(rd_ring_owner_at(c, rd_ring_point_hash("new", 3, 7)), idx);
+    assert_int_not_equal(rd_ring_checksum(a), rd_ring_checksum(c));
+    rd_ring_delete(c);
+    rd_ring_delete(a);
+}
+
+static void test_ring_floor_of_one_point_still_fits_the_limit(void **state)
+{
+    (void)state;
+    /* at 512 vnodes, 330 members of weight 100 (51,200 points each) and 2,000 of weight
+     * 0.001 (1 point each, which scales to 0): every light member keeps its one point and the
+     * total still fits the limit */
+    size_t heavy = 330, n = heavy + 2000;
+    struct rd_ring_member *m = calloc(n, sizeof *m);
+    char(*names)[16] = calloc(n, sizeof *names);
+    assert_non_null(m);
+    assert_non_null(names);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "%c%zu", i < heavy ? 'h' : 'l', i);
+        m[i] = (struct rd_ring_member){names[i], i < heavy ? RD_WEIGHT_MAX : 1, NULL};
+    }
+    struct rd_ring *r = NULL;
+    assert_int_equal(rd_ring_new(m, n, RD_RING_VNODES_DEFAULT, &r), 0);
+    assert_true(rd_ring_scaled(r, NULL, NULL));
+    assert_true(rd_ring_point_count(r) <= RD_RING_MAX_POINTS);
+    for (size_t i = 0; i < rd_ring_member_count(r); i++)
+        assert_int_equal(
+            rd_ring_member_points(r, i),
+            rd_ring_member_name(r, i)[0] == 'l' ? 1 : 50826u /* 51200 x 16774886 / 16898000 */);
+    rd_ring_delete(r);
     free(m);
     free(names);
 }
@@ -1304,7 +1383,9 @@ int main(void)
         cmocka_unit_test(test_ring_permuted_input_gives_byte_identical_placement),
         cmocka_unit_test(test_ring_point_counts_round_half_up_in_integers),
         cmocka_unit_test(test_ring_bad_input_is_refused_with_the_documented_code),
-        cmocka_unit_test(test_ring_too_many_points_is_e2big_and_the_limit_itself_is_fine),
+        cmocka_unit_test(test_ring_the_limit_itself_is_not_scaled),
+        cmocka_unit_test(test_ring_over_the_limit_is_scaled_by_one_factor),
+        cmocka_unit_test(test_ring_floor_of_one_point_still_fits_the_limit),
         cmocka_unit_test(test_ring_the_empty_ring_owns_nothing),
         cmocka_unit_test(test_ring_every_allocation_failure_is_enomem_and_leaks_nothing),
         cmocka_unit_test(test_ring_vectors_match_the_protocol_document),

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "sim.h"
+#include "wire.h"
 
 static uint64_t test_seed(uint64_t fixed)
 {
@@ -291,6 +292,209 @@ static void test_name_conflict_stops_the_newcomer_and_keeps_the_original(void **
     sim_delete(sim);
 }
 
+/* A forged gossip datagram from an address outside the cluster, carrying one record. */
+static void forge_record(struct sim *sim, size_t to, const struct rd_member *r)
+{
+    struct rd_packet pkt = {.nmembers = 1, .members = r};
+    snprintf(pkt.from, sizeof pkt.from, "forger");
+    struct rd_addr forger = {.family = 4, .port = 30999, .ip = {127, 0, 0, 1}};
+    sim_inject(sim, to, &forger, &pkt);
+}
+
+static void test_forged_eviction_cannot_stop_a_member_from_refuting(void **state)
+{
+    struct sim *sim = cluster(5, 41);
+    converge(sim, 5, 20000);
+    const size_t v = 3;
+    struct rd_member victim = *rd_swim_self(sim_swim(sim, v));
+    uint64_t inc = victim.incarnation;
+    /* at the end of the range, and 2^33 ahead: refused by everyone, the victim included */
+    const uint64_t forged[] = {UINT64_MAX, inc + (UINT64_C(1) << 33)};
+    for (size_t f = 0; f < 2; f++) {
+        struct rd_member r = victim;
+        r.incarnation = forged[f];
+        r.status = f == 0 ? RD_LEFT : RD_DEAD;
+        for (size_t i = 0; i < 5; i++)
+            forge_record(sim, i, &r);
+    }
+    sim_run(sim, 5000);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(sim_view(sim, i, v), RD_ALIVE);
+        assert_int_equal(rd_swim_stats(sim_swim(sim, i))->incarnations_refused, 2);
+    }
+    assert_int_equal(rd_swim_self(sim_swim(sim, v))->incarnation, inc);
+    /* a plausible forgery is believed, then refuted: alive everywhere again */
+    struct rd_member r = victim;
+    r.incarnation = inc + 1000;
+    r.status = RD_LEFT;
+    forge_record(sim, 1, &r);
+    assert_int_equal(sim_view(sim, 1, v), RD_LEFT);
+    struct seen alive = {v, RD_ALIVE};
+    assert_true(sim_run_until_pred(sim, all_see, &alive, 100, 10000) != UINT64_MAX);
+    assert_int_equal(rd_swim_self(sim_swim(sim, v))->incarnation, inc + 1001);
+    sim_run(sim, 10000);
+    assert_true(sim_all_see(sim, v, RD_ALIVE));
+    assert_consistent(sim);
+    sim_delete(sim);
+}
+
+static void test_incarnations_saturate_at_the_end_of_the_range(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_member self = fake_member(0, UINT64_MAX - 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    /* suspected at the last incarnation: the refutation stays there instead of wrapping to 0 */
+    struct rd_member accusation = self;
+    accusation.incarnation = UINT64_MAX;
+    accusation.status = RD_SUSPECT;
+    snprintf(accusation.accuser, sizeof accusation.accuser, "n1");
+    size_t n;
+    ping_from_n1(s, 1, &accusation, 1, &n);
+    assert_int_equal(rd_swim_self(s)->incarnation, UINT64_MAX);
+    rd_swim_leave(s, 0);
+    assert_int_equal(rd_swim_self(s)->incarnation, UINT64_MAX);
+    assert_int_equal(rd_swim_self(s)->status, RD_LEFT);
+    rd_swim_delete(s);
+}
+
+/* The next packet `s` wants sent, or false. */
+static bool next_out(struct rd_swim *s, struct rd_addr *to, struct rd_packet *pkt)
+{
+    return rd_swim_poll_send(s, 0, to, pkt);
+}
+
+static void test_a_stranger_gets_no_more_bytes_than_it_sent_and_no_relay(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    static struct rd_member batch[20];
+    feed_sync(s, batch, 20, 1); /* plenty of news queued to piggyback */
+    struct rd_addr to;
+    struct rd_packet out;
+    while (next_out(s, &to, &out)) {
+    }
+    /* the smallest PING that names us: one-letter sender, seq 1, checksum 0 */
+    struct rd_packet ping = {.nmsgs = 1};
+    snprintf(ping.from, sizeof ping.from, "x");
+    ping.msgs[0] = (struct rd_msg){.type = RD_MSG_PING, .seq = 1};
+    snprintf(ping.msgs[0].target, sizeof ping.msgs[0].target, "self");
+    char buf[RD_PACKET_BUDGET];
+    size_t ping_len, ack_len;
+    assert_int_equal(rd_wire_encode(&ping, buf, sizeof buf, &ping_len), 0);
+    struct rd_addr stranger = {.family = 4, .port = 30999, .ip = {127, 0, 0, 1}};
+    rd_swim_recv(s, 0, &stranger, &ping);
+    assert_true(next_out(s, &to, &out));
+    assert_true(rd_addr_equal(&to, &stranger));
+    assert_int_equal(out.msgs[0].type, RD_MSG_ACK);
+    assert_int_equal(out.nmembers, 0);
+    assert_int_equal(rd_wire_encode(&out, buf, sizeof buf, &ack_len), 0);
+    assert_true(ack_len <= ping_len);
+    assert_int_equal(rd_swim_stats(s)->replies_trimmed, 1);
+    /* a member we know, at its own address, gets the news with its ACK */
+    size_t n;
+    ping_from_n1(s, 2, NULL, 0, &n);
+    assert_true(n > 0);
+    /* PING_REQ from the stranger: not relayed; from n1: relayed */
+    struct rd_packet req = {.nmsgs = 1};
+    snprintf(req.from, sizeof req.from, "x");
+    req.msgs[0] = (struct rd_msg){.type = RD_MSG_PING_REQ, .seq = 3};
+    snprintf(req.msgs[0].target, sizeof req.msgs[0].target, "n2");
+    req.msgs[0].target_addr = batch[1].addr;
+    rd_swim_recv(s, 0, &stranger, &req);
+    assert_false(next_out(s, &to, &out));
+    assert_int_equal(rd_swim_stats(s)->ping_reqs_refused, 1);
+    snprintf(req.from, sizeof req.from, "n1");
+    rd_swim_recv(s, 0, &batch[0].addr, &req);
+    assert_true(next_out(s, &to, &out));
+    assert_int_equal(out.msgs[0].type, RD_MSG_PING);
+    assert_true(rd_addr_equal(&to, &batch[1].addr));
+    rd_swim_delete(s);
+}
+
+/* A namesake record for `s`'s name at another address, older than `s`, via n1. */
+static void namesake_from_n1(struct rd_swim *s, const struct rd_addr *where)
+{
+    struct rd_member twin = *rd_swim_self(s);
+    twin.addr = *where;
+    twin.incarnation = 1;
+    struct rd_packet pkt = {.nmembers = 1, .members = &twin};
+    snprintf(pkt.from, sizeof pkt.from, "n1");
+    struct rd_member n1 = fake_member(1, 2, RD_ALIVE);
+    rd_swim_recv(s, 0, &n1.addr, &pkt);
+}
+
+static void test_an_established_member_keeps_its_name_against_a_namesake(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_addr other = {.family = 4, .port = 30999, .ip = {127, 0, 0, 1}};
+    for (int established = 0; established < 2; established++) {
+        struct rd_member self = fake_member(0, 100, RD_ALIVE);
+        snprintf(self.name, sizeof self.name, "self");
+        struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+        assert_non_null(s);
+        size_t n;
+        /* n1 lists us alive at our address (established), or has not yet (joining) */
+        ping_from_n1(s, 1, established ? &self : NULL, established ? 1 : 0, &n);
+        assert_int_equal(rd_swim_established(s), established);
+        namesake_from_n1(s, &other);
+        struct rd_addr to;
+        struct rd_packet out;
+        uint32_t probe = 0;
+        while (next_out(s, &to, &out))
+            if (rd_addr_equal(&to, &other) && out.nmsgs && out.msgs[0].type == RD_MSG_PING)
+                probe = out.msgs[0].seq;
+        /* the namesake answers every probe */
+        struct rd_packet ack = {.nmsgs = 1};
+        snprintf(ack.from, sizeof ack.from, "self");
+        ack.msgs[0] = (struct rd_msg){.type = RD_MSG_ACK, .seq = probe};
+        rd_swim_recv(s, 0, &other, &ack);
+        if (established) {
+            assert_int_equal(probe, 0);
+            assert_null(rd_swim_conflict(s));
+            assert_int_equal(rd_swim_stats(s)->namesakes_ignored, 1);
+            struct rd_swim_event ev;
+            bool reported = false;
+            while (rd_swim_poll_event(s, &ev))
+                reported |= ev.conflict && ev.self && rd_addr_equal(&ev.other_addr, &other);
+            assert_true(reported);
+        } else {
+            assert_int_not_equal(probe, 0);
+            assert_non_null(rd_swim_conflict(s));
+        }
+        rd_swim_delete(s);
+    }
+}
+
+static void test_a_full_member_table_counts_what_it_refuses(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    static struct rd_member batch[RD_MAX_MEMBERS];
+    feed_sync(s, batch, RD_MAX_MEMBERS - 1, 1);
+    assert_int_equal(rd_swim_member_count(s), RD_MAX_MEMBERS);
+    assert_int_equal(rd_swim_stats(s)->members_refused_full, 0);
+    struct rd_member extra = fake_member(RD_MAX_MEMBERS, 1, RD_ALIVE);
+    snprintf(extra.name, sizeof extra.name, "extra");
+    size_t n;
+    ping_from_n1(s, 1, &extra, 1, &n);
+    assert_int_equal(rd_swim_member_count(s), RD_MAX_MEMBERS);
+    assert_null(rd_swim_find(s, "extra"));
+    assert_int_equal(rd_swim_stats(s)->members_refused_full, 1);
+    rd_swim_delete(s);
+}
+
 static void test_restarted_member_is_alive_again_everywhere(void **state)
 {
     struct sim *sim = cluster(10, 37);
@@ -464,6 +668,11 @@ int main(void)
         cmocka_unit_test(test_dissemination_takes_logarithmic_rounds),
         cmocka_unit_test(test_fresh_news_overtakes_a_backlog_and_each_record_goes_out_its_quota),
         cmocka_unit_test(test_name_conflict_stops_the_newcomer_and_keeps_the_original),
+        cmocka_unit_test(test_forged_eviction_cannot_stop_a_member_from_refuting),
+        cmocka_unit_test(test_incarnations_saturate_at_the_end_of_the_range),
+        cmocka_unit_test(test_a_stranger_gets_no_more_bytes_than_it_sent_and_no_relay),
+        cmocka_unit_test(test_an_established_member_keeps_its_name_against_a_namesake),
+        cmocka_unit_test(test_a_full_member_table_counts_what_it_refuses),
         cmocka_unit_test(test_restarted_member_is_alive_again_everywhere),
         cmocka_unit_test(test_restarted_seed_without_join_is_found_again),
         cmocka_unit_test(test_partition_heals_into_one_cluster),
