@@ -74,6 +74,7 @@ struct rd_packet {
     struct rd_msg msgs[RD_PACKET_MAX_MSGS];
     size_t nmembers;
     const struct rd_member *members;
+    size_t wire_len; /**< bytes it took on the wire (rd_wire_decode sets it; 0: unknown) */
 };
 
 #endif

@@ -77,7 +77,7 @@ struct out {
     struct rd_msg msg;
     char to_name[RD_NAME_MAX + 1]; /* for the buddy system: suspect news goes first */
     bool with_self;                /* carry our own record first (name conflict notice) */
-    bool bare;                     /* no piggyback: an answer to a stranger */
+    size_t cap;                    /* most bytes the packet may take; 0: RD_PACKET_BUDGET */
 };
 
 /* A PING_REQ we are relaying: our ping's seq and whom to answer. */
@@ -372,10 +372,12 @@ static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t
  * then the records with the most sends left. Every queued record on board counts as one
  * send, including ours and the buddy record, which ride along before their turn.
  */
-static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, size_t nmsgs,
-                      struct rd_packet *pkt)
+static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, size_t cap,
+                      size_t nmsgs, struct rd_packet *pkt)
 {
-    size_t budget = RD_PACKET_BUDGET - RD_WIRE_HEADER_MAX - nmsgs * RD_WIRE_MSG_MAX;
+    size_t total = cap ? cap : RD_PACKET_BUDGET,
+           fixed = RD_WIRE_HEADER_MAX + nmsgs * RD_WIRE_MSG_MAX;
+    size_t budget = total > fixed ? total - fixed : 0;
     size_t n = 0;
     uint32_t onboard[RD_PACKET_MAX_MEMBERS];
     /* our own record first when it is news (a refutation, a leave): it is the one thing
@@ -446,7 +448,7 @@ static void send_msg_ex(struct rd_swim *s, const struct rd_addr *to, const char 
     o->msg = *msg;
     snprintf(o->to_name, sizeof o->to_name, "%s", to_name ? to_name : "");
     o->with_self = with_self;
-    o->bare = false;
+    o->cap = 0;
 }
 
 static void send_msg(struct rd_swim *s, const struct rd_addr *to, const char *to_name,
@@ -941,21 +943,28 @@ static void maybe_sync_on_mismatch(struct rd_swim *s, uint64_t now_ms, const str
     queue_sync(s, from);
 }
 
-/* The sender is a member we hold alive or suspect, at the address the datagram came from. */
-static bool known_live(const struct rd_swim *s, const char *from_name, const struct rd_addr *from)
+/*
+ * The sender is a member of our table, in any status, at the address the datagram came
+ * from. One we hold dead is known too: answering it in full (its PING, its PING_REQ) is how
+ * a member falsely declared dead hears of it and refutes, and its address is one the
+ * cluster already sends to, not a victim an attacker picked.
+ */
+static bool known_member(const struct rd_swim *s, const char *from_name, const struct rd_addr *from)
 {
     int i = find_entry(s, from_name);
-    return i > 0 && in_ring(s->members[i].status) && rd_addr_equal(&s->members[i].addr, from);
+    return i > 0 && rd_addr_equal(&s->members[i].addr, from);
 }
 
 /*
- * A stranger (anyone but a live member at its own address) gets an ACK with no news and no
- * checksum. It names only us and echoes the seq, while the PING named us as its target and
- * also carried a sender name and a checksum field, so the answer is never larger than the
- * question: the agent cannot be used to amplify traffic towards a forged source address.
+ * A stranger (not a member of our table at its own address) gets an answer no larger than
+ * its PING (`asked` bytes), so the agent cannot amplify traffic towards a forged source
+ * address. Bare, the ACK names only us and echoes the seq, while the PING named us as its
+ * target and also carried a sender name and a checksum; news rides along only within the
+ * bytes the PING took beyond the worst-case header and message. A real member the receiver
+ * does not hold alive yet (a joiner, one held dead) thus still hears news and our checksum.
  */
 static void answer_ping(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
-                        const char *from_name, bool known, const struct rd_msg *m)
+                        const char *from_name, bool known, size_t asked, const struct rd_msg *m)
 {
     if (known) {
         struct rd_msg ack = make_msg(s, RD_MSG_ACK, m->seq);
@@ -964,25 +973,31 @@ static void answer_ping(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
         return;
     }
     struct rd_msg ack = {.type = RD_MSG_ACK, .seq = m->seq};
+    /* Our checksum lets a sender we have not heard of yet (one that joined through another
+     * member) see that our views differ and sync with us over TCP. It goes only where their
+     * PING carried a checksum at least as wide as ours can be (9 bytes from 2^32 up), so the
+     * answer stays no larger. */
+    if (m->checksum > UINT32_MAX) ack.checksum = rd_swim_checksum(s);
     size_t before = s->out_len;
     send_msg(s, from, NULL, &ack);
-    if (s->out_len != before) s->outq[(s->out_head + s->out_len - 1) % OUT_QUEUE_MAX].bare = true;
+    if (s->out_len != before)
+        s->outq[(s->out_head + s->out_len - 1) % OUT_QUEUE_MAX].cap = asked ? asked : 1;
     s->stats.replies_trimmed++;
     /* It may be a member that joined or came back before we heard: compare notes over TCP,
      * which no forged source address can answer (at most one SYN per probe interval). */
     maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
 }
 
-/* `known`: the sender was a live member at this address before its packet was merged (the
+/* `known`: the sender was a member of our table at this address before its packet was merged (the
  * records a packet carries cannot vouch for its own sender). */
 static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
-                       const char *from_name, bool known, const struct rd_msg *m)
+                       const char *from_name, bool known, size_t asked, const struct rd_msg *m)
 {
     switch (m->type) {
     case RD_MSG_PING:
         if (strcmp(m->target, s->members[0].name) != 0)
             return; /* meant for whoever had this address before */
-        answer_ping(s, now_ms, from, from_name, known, m);
+        answer_ping(s, now_ms, from, from_name, known, asked, m);
         break;
     case RD_MSG_ACK:
         if (s->conflict_probe_seq && m->seq == s->conflict_probe_seq) {
@@ -1042,13 +1057,13 @@ static void recv_packet(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
             const struct rd_msg *m = &pkt->msgs[k];
             if (m->type == RD_MSG_PING ||
                 (m->type == RD_MSG_ACK && s->conflict_probe_seq && m->seq == s->conflict_probe_seq))
-                handle_msg(s, now_ms, from, pkt->from, false, m);
+                handle_msg(s, now_ms, from, pkt->from, false, pkt->wire_len, m);
         }
         return;
     }
     if (!s->joined) s->joined = true;
     int sender = find_entry(s, pkt->from);
-    bool known = known_live(s, pkt->from, from);
+    bool known = known_member(s, pkt->from, from);
     if (sender > 0 && !in_ring(s->members[sender].status)) {
         /* From a member we hold dead (or left): a datagram proves only that it can send.
          * A host that cannot hear suspects everyone; believing it would make the healthy
@@ -1061,7 +1076,7 @@ static void recv_packet(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
         merge_all(s, pkt, now_ms, false);
     }
     for (size_t k = 0; k < pkt->nmsgs && k < RD_PACKET_MAX_MSGS; k++)
-        handle_msg(s, now_ms, from, pkt->from, known, &pkt->msgs[k]);
+        handle_msg(s, now_ms, from, pkt->from, known, pkt->wire_len, &pkt->msgs[k]);
 }
 
 void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
@@ -1235,7 +1250,7 @@ bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
     memset(pkt, 0, sizeof *pkt);
     snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
     if (o->msg.type != 0) pkt->msgs[pkt->nmsgs++] = o->msg;
-    if (!o->bare) piggyback(s, o->to_name, o->with_self, pkt->nmsgs, pkt);
+    piggyback(s, o->to_name, o->with_self, o->cap, pkt->nmsgs, pkt);
     s->stats.packets_out++;
     return true;
 }

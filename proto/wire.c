@@ -538,10 +538,12 @@ int rd_wire_decode(const char *buf, size_t len, struct rd_packet *p, struct rd_m
     p->nmsgs = 0;
     p->nmembers = 0;
     p->members = NULL;
+    p->wire_len = len;
     if (decode_packet(buf, len, p, members, members_cap, &f) < 0) {
         p->nmsgs = 0;
         p->nmembers = 0;
         p->members = NULL;
+        p->wire_len = 0;
     }
     if (reason != NULL) *reason = f.why;
     return f.err;
