@@ -79,6 +79,16 @@ ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL - $*"; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else fail "$desc"; fi; }
 
+# A check that no agent of this test logged an AddressSanitizer or UBSan report.
+no_sanitizer_reports() {
+  if grep -E "AddressSanitizer|runtime error" "$DIR"/*.log >/dev/null; then
+    fail "sanitizer reports in the agents' logs"
+    grep -E -A8 "AddressSanitizer|runtime error" "$DIR"/*.log | head -40
+  else
+    ok "no sanitizer report in the agents' logs"
+  fi
+}
+
 finish() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]

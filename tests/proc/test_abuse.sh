@@ -166,12 +166,7 @@ check "n1 still answers OWNER" [ -n "$(q n1 OWNER k)" ]
 if t=$(wait_for 5 two); then ok "n1 and n2 still see each other, and only each other (after ${t} ms)"
 else fail "n1 and n2: members_alive $(info n1 members_alive) and $(info n2 members_alive), not 2, 5 s after the fake members left"; fi
 echo "# final VmRSS $(rss) kB"
-if grep -E "AddressSanitizer|runtime error" "$DIR"/*.log >/dev/null; then
-  fail "sanitizer reports in the agents' logs"
-  grep -E -A8 "AddressSanitizer|runtime error" "$DIR"/*.log | head -40
-else
-  ok "no sanitizer report in the agents' logs"
-fi
+no_sanitizer_reports
 # lib.sh's cleanup SIGKILLs the agents: keep bash's "Killed" job notices from following the tally
 exec 2>/dev/null
 finish

@@ -238,12 +238,7 @@ if [ "$(kv "$spec" skip)" = no ]; then
     awk -v a="$ev_moved" -v b="$(kv "$spec" exact_moved)" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.0000005) }'
 fi
 
-if grep -E "AddressSanitizer|runtime error" "$DIR"/*.log >/dev/null; then
-  fail "sanitizer reports in the agents' logs"
-  grep -E -A8 "AddressSanitizer|runtime error" "$DIR"/*.log | head -40
-else
-  ok "no sanitizer report in the agents' logs"
-fi
+no_sanitizer_reports
 # lib.sh's cleanup SIGKILLs the agents: keep bash's "Killed" job notices from following the tally
 exec 2>/dev/null
 finish

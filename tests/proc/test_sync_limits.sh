@@ -181,11 +181,6 @@ grep 'msg="sync refused"' "$DIR/s1.log" "$DIR/s2.log" | sed 's/^/# /'
 
 # ---------------------------------------------------------------- afterwards
 check "s1 and s2 are still running" kill -0 "$(pid_of s1)" "$(pid_of s2)"
-if grep -E "AddressSanitizer|runtime error" "$DIR"/*.log >/dev/null; then
-  fail "sanitizer reports in the agents' logs"
-  grep -E -A8 "AddressSanitizer|runtime error" "$DIR"/*.log | head -40
-else
-  ok "no sanitizer report in the agents' logs"
-fi
+no_sanitizer_reports
 exec 2>/dev/null
 finish
