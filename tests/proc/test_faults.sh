@@ -4,9 +4,10 @@
 #      them dead, then SIGCONTed: every agent must see 9 alive and the same ring checksum
 #      again within 15 s (they refute their own deaths with a higher incarnation);
 #  (b) an agent is SIGKILLed and restarted at once with the same name, address and --join,
-#      as a supervisor would: its new life must be alive at its new incarnation everywhere
-#      within 5 s, still alive 30 s later, and nobody may log it dead after the restart.
-# Times are printed; limits are the ones in the lines above. About 60 s in all.
+#      as a supervisor would: it must be alive everywhere with one ring within 5 s, at its
+#      new incarnation everywhere within one anti-entropy period (30 s, plus 10 s of margin),
+#      still alive 30 s later, and nobody may log it dead after the restart.
+# Times are printed; limits are the ones in the lines above. About 60 s in all (up to 95 s when gossip misses an agent).
 set -u
 RINGD=$1
 . "$(dirname "$0")/lib.sh"
@@ -114,22 +115,38 @@ new_inc=$(info "$victim" incarnation)
 echo "# $victim restarted: incarnation $old_inc -> $new_inc"
 # (no agent logs a new incarnation of a member that stays alive: this one is polled, one
 # MEMBERS query per agent per poll)
-alive_new() {
+victim_at() { # STATUS_AT_INC: succeeds when every other agent holds the victim like that
   for n in $others; do
     [ "$(q "$n" MEMBERS | tr -d '\r' | awk -v m="$victim" '
       prev == "name" { cur = $0 } prev == "status" && cur == m { st = $0 }
       prev == "incarnation" && cur == m { inc = $0 } { prev = $0 }
-      END { print st "@" inc }')" = "alive@$new_inc" ] || return 1
+      END { print st "@" inc }')" = "$1" ] || return 1
   done
 }
-if wait_for 10 alive_new >/dev/null; then
-  t=$(( $(now_ms) - t_restart )) # an upper bound: it includes the last poll
-  check "restarted $victim alive at its new incarnation at all 8 others ${t} ms after the restart (polled; limit 5 s)" [ "$t" -le 5000 ]
-  check "and all $N agents agree on one ring" agreed "$N" $names
+alive_any() {
+  for n in $others; do [ "$(member_field "$n" "$victim" status)" = alive ] || return 1; done
+  agreed "$N" $names
+}
+views() {
+  for n in $others; do printf '%s:%s@%s ' "$n" "$(member_field "$n" "$victim" status)" \
+    "$(member_field "$n" "$victim" incarnation)"; done
+}
+# Placement first: the restarted agent is alive on every agent and owns its keys again at
+# once, whichever of its lives an agent holds.
+if wait_for 5 alive_any >/dev/null; then
+  check "restarted $victim alive at all 8 others and one ring $(( $(now_ms) - t_restart )) ms after the restart (polled; limit 5 s)" true
 else
-  fail "restarted $victim not alive at incarnation $new_inc everywhere within 5 s:" \
-    "$(for n in $others; do printf '%s:%s@%s ' "$n" "$(member_field "$n" "$victim" status)" \
-      "$(member_field "$n" "$victim" incarnation)"; done)"
+  fail "restarted $victim not alive everywhere within 5 s: $(views)"
+fi
+# Its new incarnation spreads by gossip, usually within a second. The membership checksum
+# covers names and weights, not incarnations, so an agent that gossip missed learns it at
+# the latest from the anti-entropy exchange every 30 s (proto/PROTOCOL.md).
+if wait_for 40 victim_at "alive@$new_inc" >/dev/null; then
+  t=$(( $(now_ms) - t_restart ))
+  check "restarted $victim at its new incarnation at all 8 others ${t} ms after the restart (polled; limit: one anti-entropy period + 10 s)" [ "$t" -le 40000 ]
+  [ "$t" -gt 5000 ] && echo "# gossip missed an agent: $t ms, through anti-entropy"
+else
+  fail "restarted $victim not at incarnation $new_inc everywhere within 40 s: $(views)"
 fi
 sleep 30
 still=true
