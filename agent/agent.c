@@ -65,6 +65,7 @@ struct rd_agent {
     uint64_t start_ms;
     struct rd_member *rx_members; /* decoder scratch for one datagram */
     uint64_t malformed_packets;
+    size_t weight_capped;             /* ring members placed at --max-weight in the last rebuild */
     struct rd_envelope_drops dropped; /* datagrams refused by the envelope rule */
     char udp_buf[65536];
     char rx_plain[65536];            /* an opened datagram */
@@ -125,12 +126,26 @@ static void rebuild_ring(struct rd_agent *a)
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
         return;
     }
+    size_t capped = 0;
+    const char *heaviest = NULL;
+    uint32_t heaviest_weight = 0;
     for (size_t i = 0; i < count; i++) {
         const struct rd_member *m = rd_swim_member(a->swim, i);
-        if (in_ring(m->status))
-            rm[n++] =
-                (struct rd_ring_member){.name = m->name, .weight = m->weight, .zone = m->zone};
+        if (!in_ring(m->status)) continue;
+        uint32_t w = m->weight;
+        if (w > a->cfg.max_weight) {
+            capped++;
+            if (w > heaviest_weight) heaviest = m->name, heaviest_weight = w;
+            w = a->cfg.max_weight;
+        }
+        rm[n++] = (struct rd_ring_member){.name = m->name, .weight = w, .zone = m->zone};
     }
+    if (capped > a->weight_capped)
+        rd_logf(RD_LOG_WARN, "members above --max-weight placed at it", RD_FUINT("capped", capped),
+                RD_FSTR("heaviest", heaviest),
+                RD_FDBL("heaviest_weight", (double)heaviest_weight / RD_WEIGHT_ONE),
+                RD_FDBL("max_weight", (double)a->cfg.max_weight / RD_WEIGHT_ONE));
+    a->weight_capped = capped;
     struct rd_ring *ring;
     int rc = rd_ring_new(rm, n, a->cfg.vnodes, &ring);
     free(rm);
@@ -416,6 +431,8 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .ring_version = a->ring_version,
         .vnodes = a->cfg.vnodes,
         .weight = a->cfg.weight,
+        .max_weight = a->cfg.max_weight,
+        .members_weight_capped = a->weight_capped,
         .packets_malformed = a->malformed_packets,
         .syncs_malformed = ss.malformed,
         .syncs_oversize = ss.oversize,

@@ -264,6 +264,10 @@ static const struct option_def options[] = {
      "ring points per member at weight 1, same on all agents"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
      "this member's share of the ring, 0.001 to 100"},
+    {"max-weight", "W", OPT_ONE, AT(max_weight), "100", NULL, set_weight,
+     "heaviest weight placed on the ring: a member that claims more\n"
+     "is placed at W (same on all agents; bounds what a forged or\n"
+     "misconfigured member can take)"},
     {"zone", "ZONE", OPT_ONE, AT(zone), NULL, "none", set_zone, "failure zone of this member"},
     {"tag", "K=V", OPT_MANY, AT(tags), NULL, NULL, set_tag, "metadata shown in MEMBERS"},
     {"log-format", "logfmt|json", OPT_ONE, AT(log_format), "logfmt", NULL, set_log_format,
@@ -528,6 +532,14 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
             return RD_EINVAL;
         }
         strcpy(cfg->name, host);
+    }
+    if (cfg->weight > cfg->max_weight) {
+        snprintf(
+            err, errlen,
+            "--weight %u.%03u is above --max-weight %u.%03u: raise --max-weight on every agent",
+            cfg->weight / RD_WEIGHT_ONE, cfg->weight % RD_WEIGHT_ONE,
+            cfg->max_weight / RD_WEIGHT_ONE, cfg->max_weight % RD_WEIGHT_ONE);
+        return RD_EINVAL;
     }
     if (resolve("bind", cfg->bind_text, RD_DEFAULT_PORT, 1, &cfg->bind, err, errlen) < 0)
         return RD_EINVAL;

@@ -40,7 +40,8 @@ struct rd_agent_config {
     unsigned socket_mode;
     char admin_group[RD_QUERY_GROUP_MAX + 1]; /* empty: only root and the agent's user */
     uint32_t vnodes;
-    uint32_t weight; /* fixed point, RD_WEIGHT_ONE = 1.0 */
+    uint32_t weight;     /* fixed point, RD_WEIGHT_ONE = 1.0 */
+    uint32_t max_weight; /* heavier members are placed at this weight */
     char zone[RD_ZONE_MAX + 1];
     char tags[RD_TAGS_MAX + 1];
     enum rd_log_format log_format;

@@ -507,7 +507,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
         "members_checksum:%016" PRIx64 "\r\n"
         "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nring_members:%zu\r\n"
-        "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\n"
+        "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\nmax_weight:%u.%03u\r\n"
         "health:%u\r\njoined:%d\r\n"
         "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
         "packets_dropped_nokey:%" PRIu64 "\r\npackets_dropped_plain:%" PRIu64
@@ -521,22 +521,23 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\n"
         "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
         "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
-        "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\n"
+        "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\nmembers_weight_capped:%zu\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
         counts[RD_SUSPECT], counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(s), st.ring_version,
         rd_ring_checksum(ring), rd_ring_member_count(ring), rd_ring_point_count(ring), st.vnodes,
-        st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s),
-        ss->packets_in, ss->packets_out, st.packets_malformed, st.packets_dropped.nokey,
-        st.packets_dropped.plain, st.packets_dropped.sealed, ss->probes, ss->probes_failed,
-        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed,
-        st.syncs_oversize, st.syncs_refused_source, st.syncs_refused_full,
-        st.syncs_timed_out_header, st.syncs_timed_out_frame, st.syncs_dropped.nokey,
-        st.syncs_dropped.plain, st.syncs_dropped.sealed, ss->incarnations_refused,
-        ss->members_refused_full, ss->replies_trimmed, ss->ping_reqs_refused, ss->namesakes_ignored,
-        rd_ring_scaled(ring, NULL, NULL), q->nconns, q->max_conns, q->nwatchers, q->rejected,
-        q->cut_off);
+        st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, st.max_weight / RD_WEIGHT_ONE,
+        st.max_weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s), ss->packets_in,
+        ss->packets_out, st.packets_malformed, st.packets_dropped.nokey, st.packets_dropped.plain,
+        st.packets_dropped.sealed, ss->probes, ss->probes_failed, ss->refutes, ss->syncs_in,
+        ss->syncs_out, ss->syncs_failed, st.syncs_malformed, st.syncs_oversize,
+        st.syncs_refused_source, st.syncs_refused_full, st.syncs_timed_out_header,
+        st.syncs_timed_out_frame, st.syncs_dropped.nokey, st.syncs_dropped.plain,
+        st.syncs_dropped.sealed, ss->incarnations_refused, ss->members_refused_full,
+        ss->replies_trimmed, ss->ping_reqs_refused, ss->namesakes_ignored,
+        rd_ring_scaled(ring, NULL, NULL), st.members_weight_capped, q->nconns, q->max_conns,
+        q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }

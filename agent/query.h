@@ -32,6 +32,8 @@ struct rd_query_status {
     uint64_t ring_version;           /**< rebuilds that changed the placement */
     uint32_t vnodes;                 /**< ring points per member at weight 1 */
     uint32_t weight;                 /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
+    uint32_t max_weight;             /**< heavier members are placed at this weight */
+    size_t members_weight_capped;    /**< members of the ring placed at max_weight */
     uint64_t packets_malformed;      /**< datagrams dropped undecoded */
     uint64_t syncs_malformed;        /**< sync frames dropped undecoded */
     uint64_t syncs_oversize;         /**< sync frames refused for the length they announced */

@@ -17,6 +17,10 @@ Modes (PORT is an agent's gossip port on 127.0.0.1):
                       incarnation, then an ACK to every PING that asks for NAME there
   heavy PORT COUNT FIRSTPORT
                       COUNT members "forged-K" of weight 100.0, alive at 127.0.0.1:FIRSTPORT+K
+  hijack PORT COUNT FIRSTPORT SECONDS
+                      the ring hijack: COUNT members "fake-K" of weight 100.0 that really
+                      live at 127.0.0.1:FIRSTPORT+K for SECONDS, each announcing itself and
+                      answering every PING sent to it, so that they stay alive
   ping PORT TARGET    the smallest PING (19 bytes with a two-letter TARGET): prints the bytes
                       sent and the bytes that came back within 1 s
   pingreq PORT TARGET a PING_REQ asking the agent to probe TARGET at a socket of ours:
@@ -159,6 +163,34 @@ def mode_heavy(port, count, first):
     out(sent=count)
 
 
+def mode_hijack(port, count, first, seconds):
+    count, first = int(count), int(first)
+    socks = []
+    for k in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((HOST, first + k))
+        s.setblocking(False)
+        name = b"fake-%d" % k
+        s.sendto(packet(name, members=[member(name, first + k, 1, 0, 100000)]), (HOST, int(port)))
+        socks.append((name, s))
+    pings = 0
+    end = time.monotonic() + float(seconds)
+    while time.monotonic() < end:
+        for name, s in socks:
+            while True:
+                try:
+                    data, src = s.recvfrom(65536)
+                except BlockingIOError:
+                    break
+                got = decode(data)
+                for mtype, seq, target in (got[1] if got else ()):
+                    if mtype == 1 and target == name:
+                        pings += 1
+                        s.sendto(packet(name, msgs=[msg(2, seq)]), src)
+        time.sleep(0.005)
+    out(pings=pings)
+
+
 def mode_ping(port, target):
     s = udp()
     data = packet(b"x", msgs=[msg(1, 1, target.encode())])
@@ -222,7 +254,7 @@ def mode_owned(path, name, nkeys):
 
 
 MODES = {"record": mode_record, "namesake": mode_namesake, "heavy": mode_heavy,
-         "ping": mode_ping, "pingreq": mode_pingreq, "owned": mode_owned}
+         "hijack": mode_hijack, "ping": mode_ping, "pingreq": mode_pingreq, "owned": mode_owned}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MODES:

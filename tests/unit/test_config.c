@@ -150,6 +150,10 @@ static const struct flag_case flag_cases[] = {
     {{"--vnodes", ""}, true, "--vnodes: '' is not a number from 1 to 4096"},
     {{"--weight", "0"}, true, "--weight: '0' is not a weight from 0.001 to 100"},
     {{"--weight", "100.001"}, true, "--weight: '100.001' is not a weight from 0.001 to 100"},
+    {{"--max-weight", "0"}, true, "--max-weight: '0' is not a weight from 0.001 to 100"},
+    {{"--weight", "2", "--max-weight", "1.5"},
+     true,
+     "--weight 2.000 is above --max-weight 1.500: raise --max-weight on every agent"},
     {{"--zone", "a b"},
      true,
      "--zone: 'a b' is not a valid zone (up to 32 of A-Z a-z 0-9 . _ - : @)"},
@@ -259,9 +263,25 @@ static void test_config_help_names_every_option_once(void **state)
 
     /* the options README.md documents, each on exactly one line of its own */
     static const char *const documented[] = {
-        "name",        "bind",   "advertise", "join",         "socket",  "socket-mode",
-        "admin-group", "vnodes", "weight",    "zone",         "tag",     "log-format",
-        "log-level",   "config", "seed",      "keyring-file", "cluster", "insecure-gossip",
+        "name",
+        "bind",
+        "advertise",
+        "join",
+        "socket",
+        "socket-mode",
+        "admin-group",
+        "vnodes",
+        "weight",
+        "max-weight",
+        "zone",
+        "tag",
+        "log-format",
+        "log-level",
+        "config",
+        "seed",
+        "keyring-file",
+        "cluster",
+        "insecure-gossip",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {

@@ -65,6 +65,8 @@ static void fake_status(void *ctx, struct rd_query_status *out)
                                     .ring_version = 3,
                                     .vnodes = 64,
                                     .weight = 2500,
+                                    .max_weight = 4000,
+                                    .members_weight_capped = 18,
                                     .packets_malformed = 5,
                                     .syncs_malformed = 6,
                                     .syncs_oversize = 7,
@@ -346,7 +348,8 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "incarnation:7\r\nuptime_s:42\r\nmembers_alive:1\r\nmembers_suspect:0\r\n"
                  "members_dead:0\r\nmembers_left:0\r\nmembers_checksum:%016" PRIx64 "\r\n"
                  "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
-                 "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nhealth:%u\r\n"
+                 "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nmax_weight:4.000\r\n"
+                 "health:%u\r\n"
                  "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
                  "packets_dropped_nokey:12\r\npackets_dropped_plain:13\r\n"
                  "packets_dropped_sealed:14\r\n"
@@ -357,7 +360,7 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\n"
                  "incarnations_refused:0\r\n"
                  "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
-                 "namesakes_ignored:0\r\nring_scaled:0\r\n"
+                 "namesakes_ignored:0\r\nring_scaled:0\r\nmembers_weight_capped:18\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
