@@ -5,11 +5,15 @@
  *   even: the rest is an untrusted packet, opened with a fixed keyring of two keys (the
  *         first is PROTOCOL.md's test-vector key, so its vector is a seed that opens) and
  *         passed through the receive rule keyed and unkeyed. It must never crash or
- *         over-read; and whatever opens must be exactly what sealing its plaintext with the
- *         key that matched and the same nonce gives: nothing opens that was not sealed.
+ *         over-read; whatever opens must be exactly what sealing its plaintext with the
+ *         key that matched and the same nonce gives (nothing opens that was not sealed),
+ *         and must not open with the other key alone or under another cluster label.
  *   odd:  [pos lo][pos hi][xor] then a plaintext: it is sealed with the second key, one
- *         byte at pos (modulo the length) is XORed with xor, and the result opened. With
- *         xor = 0 it must open to the plaintext; with any other xor it must not open.
+ *         byte at pos (modulo the length) is XORed with xor, and the result opened three
+ *         ways: with both keys (a wrong key first, then the right one), with the wrong key
+ *         alone, and with both keys under another label. With xor = 0 the first opens to
+ *         the plaintext and says the second key did it, and the other two find no key;
+ *         with any other xor none of the three opens.
  * Build and run: see README.md beside this file.
  */
 #include <sodium.h>
@@ -21,8 +25,9 @@
 #include "envelope.h"
 #include "rd_err.h"
 
-#define LABEL "prod"
-#define BUF   70000
+#define LABEL       "prod"
+#define OTHER_LABEL "prod2" /* another cluster sharing the keys */
+#define BUF         70000
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -58,6 +63,11 @@ static void open_untrusted(const char *in, size_t len)
         check(rd_envelope_seal_nonce(keys[idx], (const uint8_t *)in + RD_WIRE_MAGIC_LEN, LABEL, out,
                                      n, again, sizeof again, &m) == 0);
         check(m == len && memcmp(again, in, len) == 0);
+        /* the wrong key alone, or the right keys for another cluster, open nothing */
+        check(rd_envelope_open(&keys[1 - idx], 1, LABEL, in, len, out, sizeof out, &m, NULL,
+                               NULL) == RD_ENOENT);
+        check(rd_envelope_open(keys, 2, OTHER_LABEL, in, len, out, sizeof out, &m, NULL, NULL) ==
+              RD_ENOENT);
     } else {
         check(rc == RD_EPROTO || rc == RD_ENOENT || rc == RD_E2BIG);
     }
@@ -83,11 +93,24 @@ static void seal_and_mutate(const uint8_t *d, size_t size)
     char *copy = malloc(len); /* exactly len bytes: ASan sees an over-read */
     check(copy != NULL);
     memcpy(copy, sealed, len);
-    int rc = rd_envelope_open(keys, 2, LABEL, copy, len, out, sizeof out, &n, NULL, NULL);
-    if (x == 0)
-        check(rc == 0 && n == plen && memcmp(out, plain, plen) == 0);
-    else
+    size_t idx = 2, m;
+    int rc = rd_envelope_open(keys, 2, LABEL, copy, len, out, sizeof out, &n, &idx, NULL);
+    /* keys[0] alone is never the sealing key; OTHER_LABEL is never the sealing label */
+    int wrong = rd_envelope_open(keys, 1, LABEL, copy, len, again, sizeof again, &m, NULL, NULL);
+    int other =
+        rd_envelope_open(keys, 2, OTHER_LABEL, copy, len, again, sizeof again, &m, NULL, NULL);
+    if (x == 0) {
+        check(rc == 0 && idx == 1 && n == plen && memcmp(out, plain, plen) == 0);
+        check(wrong == RD_ENOENT && other == RD_ENOENT);
+        const char *body;
+        size_t blen;
+        check(rd_envelope_accept(keys, 1, LABEL, copy, len, again, sizeof again, &body, &blen) ==
+              RD_ENVELOPE_NOKEY);
+    } else {
         check(rc == RD_ENOENT || rc == RD_EPROTO);
+        check(wrong == RD_ENOENT || wrong == RD_EPROTO);
+        check(other == RD_ENOENT || other == RD_EPROTO);
+    }
     free(copy);
 }
 
