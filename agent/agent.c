@@ -354,8 +354,8 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
     const struct rd_keyring *kr = &a->cfg.keyring;
     enum rd_envelope_verdict v = RD_ENVELOPE_MALFORMED;
     if (!(flags & UV_UDP_PARTIAL))
-        v = rd_envelope_accept(kr->keys, kr->nkeys, a->cfg.cluster, b->base, (size_t)n, a->rx_plain,
-                               sizeof a->rx_plain, &body, &len);
+        v = rd_envelope_accept(kr->keys, kr->nkeys, a->cfg.cluster, true, b->base, (size_t)n,
+                               a->rx_plain, sizeof a->rx_plain, &body, &len);
     if (rd_envelope_drop_count(&a->dropped, v)) return; /* sealed or plain against the rule */
     if (v != RD_ENVELOPE_OK || rd_addr_from_sockaddr(from, &src) < 0 ||
         rd_wire_decode(body, len, &pkt, a->rx_members, RD_PACKET_MAX_MEMBERS, &reason) < 0) {

@@ -290,8 +290,8 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
     const char *plain = NULL;
     enum rd_envelope_verdict v = RD_ENVELOPE_MALFORMED;
     if (!nkeys || opened)
-        v = rd_envelope_accept(nkeys ? kr->keys : NULL, nkeys, s->label, body, len, opened, len,
-                               &plain, &plen);
+        v = rd_envelope_accept(nkeys ? kr->keys : NULL, nkeys, s->label, true, body, len, opened,
+                               len, &plain, &plen);
     if (rd_envelope_drop_count(&s->dropped, v)) {
         free(opened);
         sync_finish(c, false);
