@@ -239,6 +239,19 @@ static int set_bool(const struct option_def *o, struct rd_agent_config *cfg, con
     return 0;
 }
 
+/* on|off, and nothing else: the field also tells "not given" (RD_SWITCH_UNSET) apart. */
+static int set_switch(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                      char *err, size_t errlen)
+{
+    if (strcmp(val, "on") == 0)
+        *FIELD(enum rd_switch, cfg, o) = RD_SWITCH_ON;
+    else if (strcmp(val, "off") == 0)
+        *FIELD(enum rd_switch, cfg, o) = RD_SWITCH_OFF;
+    else
+        return refuse(o, err, errlen, "'%s' is not on or off", val);
+    return 0;
+}
+
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen);
 
@@ -284,6 +297,14 @@ static const struct option_def options[] = {
      "cluster label sealed into every packet: other clusters never merge"},
     {"insecure-gossip", "", OPT_FLAG, AT(insecure_gossip), NULL, NULL, set_bool,
      "allow gossip in the clear on an address that is not loopback"},
+    {"gossip-verify-incoming", "on|off", OPT_ONE, AT(gossip_verify_incoming), NULL, "on",
+     set_switch,
+     "with --keyring-file: off also accepts plain gossip, to turn\n"
+     "encryption on in a running cluster (README)"},
+    {"gossip-verify-outgoing", "on|off", OPT_ONE, AT(gossip_verify_outgoing), NULL, "on",
+     set_switch,
+     "with --keyring-file: off sends in the clear while sealed\n"
+     "gossip still opens; needs --gossip-verify-incoming off"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -304,7 +325,10 @@ void rd_config_usage(FILE *out)
         const struct option_def *o = &options[i];
         char left[64];
         snprintf(left, sizeof left, o->arg[0] ? "--%s %s" : "--%s", o->name, o->arg);
-        fprintf(out, "  %-28s ", left);
+        if (strlen(left) > HELP_INDENT - 3) /* too wide for the column: help on its own line */
+            fprintf(out, "  %s\n%*s", left, HELP_INDENT, "");
+        else
+            fprintf(out, "  %-28s ", left);
         for (const char *h = o->help; *h; h++) {
             if (*h == '\n')
                 fprintf(out, "\n%*s", HELP_INDENT, "");
@@ -594,8 +618,36 @@ static bool is_loopback(const struct rd_addr *a)
            (a->family == 6 && memcmp(a->ip, v6_loopback, 16) == 0);
 }
 
+/*
+ * The two verify switches. Without a keyring there is nothing to verify or seal with, so
+ * either one given is a mistake worth one line. Sending in the clear while refusing the
+ * clear is refused too, although memberlist allows it: such an agent drops what every
+ * peer in its own step of a migration sends (off/off before, off/on after) and is heard
+ * only by agents that accept plain gossip; no step of turning encryption on or off passes
+ * through it, so it is only ever a typo that would cut an agent off.
+ */
+static int check_switches(struct rd_agent_config *cfg, char *err, size_t errlen)
+{
+    enum rd_switch *in = &cfg->gossip_verify_incoming, *out = &cfg->gossip_verify_outgoing;
+    if (!cfg->keyring_path[0] && (*in != RD_SWITCH_UNSET || *out != RD_SWITCH_UNSET)) {
+        snprintf(err, errlen, "--gossip-verify-%s means nothing without --keyring-file PATH",
+                 *in != RD_SWITCH_UNSET ? "incoming" : "outgoing");
+        return RD_EINVAL;
+    }
+    if (*in == RD_SWITCH_UNSET) *in = RD_SWITCH_ON;
+    if (*out == RD_SWITCH_UNSET) *out = RD_SWITCH_ON;
+    if (*out == RD_SWITCH_OFF && *in == RD_SWITCH_ON) {
+        snprintf(err, errlen,
+                 "--gossip-verify-outgoing off needs --gossip-verify-incoming off: an agent "
+                 "that sends in the clear but refuses it cannot hear its peers");
+        return RD_EINVAL;
+    }
+    return 0;
+}
+
 int rd_config_secure(struct rd_agent_config *cfg, char *err, size_t errlen)
 {
+    if (check_switches(cfg, err, errlen) < 0) return RD_EINVAL;
     if (cfg->keyring_path[0]) return rd_keyring_load(&cfg->keyring, cfg->keyring_path, err, errlen);
     if (!cfg->insecure_gossip && (!is_loopback(&cfg->bind) || !is_loopback(&cfg->advertise))) {
         snprintf(err, errlen,
