@@ -227,15 +227,21 @@ static int set_path(const struct option_def *o, struct rd_agent_config *cfg, con
     return 0;
 }
 
+/* A two-word value: 1 for `yes`, 0 for `no`, anything else refused naming both. */
+static int two_words(const struct option_def *o, const char *val, const char *yes, const char *no,
+                     char *err, size_t errlen)
+{
+    if (strcmp(val, yes) == 0) return 1;
+    if (strcmp(val, no) == 0) return 0;
+    return refuse(o, err, errlen, "'%s' is not %s or %s", val, yes, no);
+}
+
 static int set_bool(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                     char *err, size_t errlen)
 {
-    if (strcmp(val, "true") == 0)
-        *FIELD(bool, cfg, o) = true;
-    else if (strcmp(val, "false") == 0)
-        *FIELD(bool, cfg, o) = false;
-    else
-        return refuse(o, err, errlen, "'%s' is not true or false", val);
+    int v = two_words(o, val, "true", "false", err, errlen);
+    if (v < 0) return v;
+    *FIELD(bool, cfg, o) = v;
     return 0;
 }
 
@@ -243,12 +249,9 @@ static int set_bool(const struct option_def *o, struct rd_agent_config *cfg, con
 static int set_switch(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen)
 {
-    if (strcmp(val, "on") == 0)
-        *FIELD(enum rd_switch, cfg, o) = RD_SWITCH_ON;
-    else if (strcmp(val, "off") == 0)
-        *FIELD(enum rd_switch, cfg, o) = RD_SWITCH_OFF;
-    else
-        return refuse(o, err, errlen, "'%s' is not on or off", val);
+    int v = two_words(o, val, "on", "off", err, errlen);
+    if (v < 0) return v;
+    *FIELD(enum rd_switch, cfg, o) = v ? RD_SWITCH_ON : RD_SWITCH_OFF;
     return 0;
 }
 
