@@ -290,10 +290,11 @@ static void flush(struct rd_agent *a)
     while (rd_swim_poll_send(a->swim, now, &to, &pkt)) {
         size_t len;
         const struct rd_keyring *kr = &a->cfg.keyring;
-        char *plain = kr->nkeys ? a->tx_plain : a->tx_buf;
+        bool seal = kr->nkeys && a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF;
+        char *plain = seal ? a->tx_plain : a->tx_buf;
         if (rd_wire_encode(&pkt, plain, sizeof a->tx_plain, &len) < 0 ||
-            (kr->nkeys && rd_envelope_seal(kr->keys[0], a->cfg.cluster, plain, len, a->tx_buf,
-                                           sizeof a->tx_buf, &len) < 0)) {
+            (seal && rd_envelope_seal(kr->keys[0], a->cfg.cluster, plain, len, a->tx_buf,
+                                      sizeof a->tx_buf, &len) < 0)) {
             rd_logf(RD_LOG_ERROR, "packet over budget dropped", RD_FUINT("members", pkt.nmembers));
             continue;
         }
@@ -369,10 +370,11 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
     const struct rd_keyring *kr = &a->cfg.keyring;
     enum rd_envelope_verdict v = RD_ENVELOPE_MALFORMED;
     if (!(flags & UV_UDP_PARTIAL))
-        v = rd_envelope_accept(kr->keys, kr->nkeys, a->cfg.cluster, b->base, (size_t)n, a->rx_plain,
-                               sizeof a->rx_plain, &body, &len);
+        v = rd_envelope_accept(kr->keys, kr->nkeys, a->cfg.cluster,
+                               a->cfg.gossip_verify_incoming != RD_SWITCH_OFF, b->base, (size_t)n,
+                               a->rx_plain, sizeof a->rx_plain, &body, &len);
     if (rd_envelope_drop_count(&a->dropped, v)) return; /* sealed or plain against the rule */
-    if (v != RD_ENVELOPE_OK || rd_addr_from_sockaddr(from, &src) < 0 ||
+    if (v == RD_ENVELOPE_MALFORMED || rd_addr_from_sockaddr(from, &src) < 0 ||
         rd_wire_decode(body, len, &pkt, a->rx_members, RD_PACKET_MAX_MEMBERS, &reason) < 0) {
         a->malformed_packets++; /* counted and dropped: the network is not trusted */
         return;
@@ -442,6 +444,8 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .syncs_timed_out_frame = ss.timed_out_frame,
         .packets_dropped = a->dropped,
         .syncs_dropped = rd_sync_dropped(a->sync),
+        .verify_incoming = a->cfg.keyring.nkeys && a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
+        .verify_outgoing = a->cfg.keyring.nkeys && a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF,
     };
 }
 
@@ -560,6 +564,8 @@ int rd_agent_run(const struct rd_agent_config *config)
         goto out;
     }
     rd_sync_set_envelope(a->sync, &a->cfg.keyring, a->cfg.cluster);
+    rd_sync_set_verify(a->sync, a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
+                       a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF);
     struct rd_query_host host = {.ctx = a,
                                  .ring = host_ring,
                                  .swim = host_swim,
@@ -599,6 +605,13 @@ int rd_agent_run(const struct rd_agent_config *config)
             a->cfg.keyring.nkeys ? "gossip sealed" : "gossip in the clear",
             RD_FSTR("cluster", a->cfg.cluster), RD_FUINT("keys", a->cfg.keyring.nkeys),
             RD_FSTR("primary_key", fp));
+    /* a keyed agent that lets plain gossip in can be fed forged members by anyone who
+     * reaches its port: allowed, for turning encryption on, but said at every start */
+    if (a->cfg.keyring.nkeys && a->cfg.gossip_verify_incoming == RD_SWITCH_OFF)
+        rd_logf(
+            RD_LOG_WARN, "gossip in the clear accepted",
+            RD_FSTR("sends", a->cfg.gossip_verify_outgoing == RD_SWITCH_OFF ? "plain" : "sealed"),
+            RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     rebuild_ring(a); /* the ring of one: ourselves */
     struct rd_addr seeds[RD_JOIN_MAX];
     size_t nseeds = 0;

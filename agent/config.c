@@ -227,15 +227,31 @@ static int set_path(const struct option_def *o, struct rd_agent_config *cfg, con
     return 0;
 }
 
+/* A two-word value: 1 for `yes`, 0 for `no`, anything else refused naming both. */
+static int two_words(const struct option_def *o, const char *val, const char *yes, const char *no,
+                     char *err, size_t errlen)
+{
+    if (strcmp(val, yes) == 0) return 1;
+    if (strcmp(val, no) == 0) return 0;
+    return refuse(o, err, errlen, "'%s' is not %s or %s", val, yes, no);
+}
+
 static int set_bool(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                     char *err, size_t errlen)
 {
-    if (strcmp(val, "true") == 0)
-        *FIELD(bool, cfg, o) = true;
-    else if (strcmp(val, "false") == 0)
-        *FIELD(bool, cfg, o) = false;
-    else
-        return refuse(o, err, errlen, "'%s' is not true or false", val);
+    int v = two_words(o, val, "true", "false", err, errlen);
+    if (v < 0) return v;
+    *FIELD(bool, cfg, o) = v;
+    return 0;
+}
+
+/* on|off, and nothing else: the field also tells "not given" (RD_SWITCH_UNSET) apart. */
+static int set_switch(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                      char *err, size_t errlen)
+{
+    int v = two_words(o, val, "on", "off", err, errlen);
+    if (v < 0) return v;
+    *FIELD(enum rd_switch, cfg, o) = v ? RD_SWITCH_ON : RD_SWITCH_OFF;
     return 0;
 }
 
@@ -288,6 +304,14 @@ static const struct option_def options[] = {
      "cluster label sealed into every packet: other clusters never merge"},
     {"insecure-gossip", "", OPT_FLAG, AT(insecure_gossip), NULL, NULL, set_bool,
      "allow gossip in the clear on an address that is not loopback"},
+    {"gossip-verify-incoming", "on|off", OPT_ONE, AT(gossip_verify_incoming), NULL, "on",
+     set_switch,
+     "with --keyring-file: off also accepts plain gossip, to turn\n"
+     "encryption on in a running cluster (README)"},
+    {"gossip-verify-outgoing", "on|off", OPT_ONE, AT(gossip_verify_outgoing), NULL, "on",
+     set_switch,
+     "with --keyring-file: off sends in the clear while sealed\n"
+     "gossip still opens; needs --gossip-verify-incoming off"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -308,7 +332,10 @@ void rd_config_usage(FILE *out)
         const struct option_def *o = &options[i];
         char left[64];
         snprintf(left, sizeof left, o->arg[0] ? "--%s %s" : "--%s", o->name, o->arg);
-        fprintf(out, "  %-28s ", left);
+        if (strlen(left) > HELP_INDENT - 3) /* too wide for the column: help on its own line */
+            fprintf(out, "  %s\n%*s", left, HELP_INDENT, "");
+        else
+            fprintf(out, "  %-28s ", left);
         for (const char *h = o->help; *h; h++) {
             if (*h == '\n')
                 fprintf(out, "\n%*s", HELP_INDENT, "");
@@ -606,8 +633,36 @@ static bool is_loopback(const struct rd_addr *a)
            (a->family == 6 && memcmp(a->ip, v6_loopback, 16) == 0);
 }
 
+/*
+ * The two verify switches. Without a keyring there is nothing to verify or seal with, so
+ * either one given is a mistake worth one line. Sending in the clear while refusing the
+ * clear is refused too, although memberlist allows it: such an agent drops what every
+ * peer in its own step of a migration sends (off/off before, off/on after) and is heard
+ * only by agents that accept plain gossip; no step of turning encryption on or off passes
+ * through it, so it is only ever a typo that would cut an agent off.
+ */
+static int check_switches(struct rd_agent_config *cfg, char *err, size_t errlen)
+{
+    enum rd_switch *in = &cfg->gossip_verify_incoming, *out = &cfg->gossip_verify_outgoing;
+    if (!cfg->keyring_path[0] && (*in != RD_SWITCH_UNSET || *out != RD_SWITCH_UNSET)) {
+        snprintf(err, errlen, "--gossip-verify-%s means nothing without --keyring-file PATH",
+                 *in != RD_SWITCH_UNSET ? "incoming" : "outgoing");
+        return RD_EINVAL;
+    }
+    if (*in == RD_SWITCH_UNSET) *in = RD_SWITCH_ON;
+    if (*out == RD_SWITCH_UNSET) *out = RD_SWITCH_ON;
+    if (*out == RD_SWITCH_OFF && *in == RD_SWITCH_ON) {
+        snprintf(err, errlen,
+                 "--gossip-verify-outgoing off needs --gossip-verify-incoming off: an agent "
+                 "that sends in the clear but refuses it cannot hear its peers");
+        return RD_EINVAL;
+    }
+    return 0;
+}
+
 int rd_config_secure(struct rd_agent_config *cfg, char *err, size_t errlen)
 {
+    if (check_switches(cfg, err, errlen) < 0) return RD_EINVAL;
     if (cfg->keyring_path[0]) return rd_keyring_load(&cfg->keyring, cfg->keyring_path, err, errlen);
     if (!cfg->insecure_gossip && (!is_loopback(&cfg->bind) || !is_loopback(&cfg->advertise))) {
         snprintf(err, errlen,

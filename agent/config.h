@@ -29,6 +29,9 @@
 /** How long a graceful leave may take before the agent exits anyway. */
 #define RD_LEAVE_TIMEOUT_MS 3000
 
+/** An on|off option that must know whether it was given at all (unset: its default). */
+enum rd_switch { RD_SWITCH_UNSET, RD_SWITCH_ON, RD_SWITCH_OFF };
+
 struct rd_agent_config {
     char name[RD_NAME_MAX + 1];
     char bind_text[RD_HOSTPORT_MAX + 1];
@@ -51,6 +54,8 @@ struct rd_agent_config {
     char cluster[RD_ZONE_MAX + 1]; /* label bound into every sealed packet */
     bool insecure_gossip;          /* allow plain gossip on a non-loopback address */
     struct rd_keyring keyring;     /* loaded by rd_config_secure() */
+    /* with a keyring: refuse plain packets / seal what is sent; on unless turned off */
+    enum rd_switch gossip_verify_incoming, gossip_verify_outgoing;
 };
 
 /**
@@ -70,8 +75,10 @@ int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char 
 /**
  * The gossip security checks, after rd_config_parse() and before anything is bound: loads
  * --keyring-file into cfg->keyring, and refuses plain gossip on an address that is not
- * loopback (bind or advertise) unless --insecure-gossip. Returns 0 or RD_EINVAL with one
- * line in err; main() exits 2 on it, as for a bad flag.
+ * loopback (bind or advertise) unless --insecure-gossip. --gossip-verify-incoming and
+ * --gossip-verify-outgoing are refused without a keyring, and verify-outgoing off with
+ * verify-incoming on; once checked, an unset one reads RD_SWITCH_ON. Returns 0 or
+ * RD_EINVAL with one line in err; main() exits 2 on it, as for a bad flag.
  */
 int rd_config_secure(struct rd_agent_config *cfg, char *err, size_t errlen);
 /** Prints the `ringd agent` options. */

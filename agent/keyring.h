@@ -25,11 +25,11 @@
  *   int rd_keyring_save(const struct rd_keyring *kr, const char *path, char *err, size_t);
  *       writes PATH.tmp with mode 0600, fsyncs it and renames it over PATH, so a crash
  *       leaves the old file or the new one, never half of one.
- * Migrating a running plaintext cluster would add two flags here, as memberlist's
- * GossipVerifyIncoming / GossipVerifyOutgoing: `verify_incoming` (false: plain packets
- * are still accepted while keyed) and `verify_outgoing` (false: send plain while able to
- * open sealed ones). rd_envelope_accept() and the agent's send path would read them; the
- * default (both true) is today's behaviour.
+ * Migrating a running plaintext cluster uses two switches that are settings of the agent,
+ * not of the keyring (agent/config.h: --gossip-verify-incoming / --gossip-verify-outgoing,
+ * as memberlist's GossipVerifyIncoming / GossipVerifyOutgoing), so replacing the keys never
+ * changes them: rd_envelope_accept() reads the first, the agent's and sync's send paths the
+ * second.
  */
 #ifndef RD_AGENT_KEYRING_H
 #define RD_AGENT_KEYRING_H

@@ -511,14 +511,15 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "health:%u\r\njoined:%d\r\n"
         "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
         "packets_dropped_nokey:%" PRIu64 "\r\npackets_dropped_plain:%" PRIu64
-        "\r\npackets_dropped_sealed:%" PRIu64 "\r\n"
+        "\r\npackets_dropped_sealed:%" PRIu64 "\r\npackets_accepted_plain:%" PRIu64 "\r\n"
         "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
         "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
         "syncs_malformed:%" PRIu64 "\r\nsyncs_oversize:%" PRIu64 "\r\nsyncs_refused_source:%" PRIu64
         "\r\nsyncs_refused_full:%" PRIu64 "\r\nsyncs_timed_out_header:%" PRIu64
         "\r\nsyncs_timed_out_frame:%" PRIu64 "\r\n"
         "syncs_dropped_nokey:%" PRIu64 "\r\nsyncs_dropped_plain:%" PRIu64
-        "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\n"
+        "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\nsyncs_accepted_plain:%" PRIu64 "\r\n"
+        "gossip_verify_incoming:%s\r\ngossip_verify_outgoing:%s\r\n"
         "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
         "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
         "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\nmembers_weight_capped:%zu\r\n"
@@ -530,14 +531,15 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, st.max_weight / RD_WEIGHT_ONE,
         st.max_weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s), ss->packets_in,
         ss->packets_out, st.packets_malformed, st.packets_dropped.nokey, st.packets_dropped.plain,
-        st.packets_dropped.sealed, ss->probes, ss->probes_failed, ss->refutes, ss->syncs_in,
-        ss->syncs_out, ss->syncs_failed, st.syncs_malformed, st.syncs_oversize,
-        st.syncs_refused_source, st.syncs_refused_full, st.syncs_timed_out_header,
-        st.syncs_timed_out_frame, st.syncs_dropped.nokey, st.syncs_dropped.plain,
-        st.syncs_dropped.sealed, ss->incarnations_refused, ss->members_refused_full,
-        ss->replies_trimmed, ss->ping_reqs_refused, ss->namesakes_ignored,
-        rd_ring_scaled(ring, NULL, NULL), st.members_weight_capped, q->nconns, q->max_conns,
-        q->nwatchers, q->rejected, q->cut_off);
+        st.packets_dropped.sealed, st.packets_dropped.plain_accepted, ss->probes, ss->probes_failed,
+        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed,
+        st.syncs_oversize, st.syncs_refused_source, st.syncs_refused_full,
+        st.syncs_timed_out_header, st.syncs_timed_out_frame, st.syncs_dropped.nokey,
+        st.syncs_dropped.plain, st.syncs_dropped.sealed, st.syncs_dropped.plain_accepted,
+        st.verify_incoming ? "on" : "off", st.verify_outgoing ? "on" : "off",
+        ss->incarnations_refused, ss->members_refused_full, ss->replies_trimmed,
+        ss->ping_reqs_refused, ss->namesakes_ignored, rd_ring_scaled(ring, NULL, NULL),
+        st.members_weight_capped, q->nconns, q->max_conns, q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }

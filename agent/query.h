@@ -43,6 +43,8 @@ struct rd_query_status {
     uint64_t syncs_timed_out_frame;  /**< incoming syncs cut: frame not whole in time */
     struct rd_envelope_drops packets_dropped; /**< datagrams refused by the envelope rule */
     struct rd_envelope_drops syncs_dropped;   /**< sync frames refused by it */
+    bool verify_incoming;                     /**< keyed and refusing plain gossip */
+    bool verify_outgoing;                     /**< keyed and sealing what it sends */
 };
 
 /**

@@ -106,6 +106,7 @@ struct rd_sync {
     struct rd_envelope_drops dropped;        /* frames the envelope rule refused */
     const struct rd_keyring *keyring;        /* no keys: frames in the clear */
     const char *label;
+    bool plain_in, plain_out; /* keyed, yet plain frames let in / sent */
     char read_buf[RD_SYNC_READ_CHUNK];
 };
 
@@ -226,7 +227,7 @@ static int encode_state(const struct rd_sync *s, uint8_t flags, char **out, size
     size_t cap = RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX;
     for (size_t i = 0; i < pkt.nmembers; i++)
         cap += rd_wire_member_size_max(&pkt.members[i]);
-    bool seal = s->keyring && s->keyring->nkeys;
+    bool seal = s->keyring && s->keyring->nkeys && !s->plain_out;
     char *buf = malloc(RD_WIRE_FRAME_PREFIX + cap + RD_ENVELOPE_OVERHEAD);
     char *plain = seal ? malloc(cap) : buf + RD_WIRE_FRAME_PREFIX;
     size_t body;
@@ -290,8 +291,8 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
     const char *plain = NULL;
     enum rd_envelope_verdict v = RD_ENVELOPE_MALFORMED;
     if (!nkeys || opened)
-        v = rd_envelope_accept(nkeys ? kr->keys : NULL, nkeys, s->label, body, len, opened, len,
-                               &plain, &plen);
+        v = rd_envelope_accept(nkeys ? kr->keys : NULL, nkeys, s->label, !s->plain_in, body, len,
+                               opened, len, &plain, &plen);
     if (rd_envelope_drop_count(&s->dropped, v)) {
         free(opened);
         sync_finish(c, false);
@@ -299,14 +300,14 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
     }
     struct rd_member *members = malloc(cap * sizeof *members);
     struct rd_packet pkt;
-    const char *reason = v == RD_ENVELOPE_OK ? "out of memory" : "bad envelope";
+    bool decodable = v != RD_ENVELOPE_MALFORMED; /* opened, or plain and let in */
+    const char *reason = decodable ? "out of memory" : "bad envelope";
     int rc = RD_EPROTO;
-    if (members && v == RD_ENVELOPE_OK)
-        rc = rd_wire_decode(plain, plen, &pkt, members, cap, &reason);
+    if (members && decodable) rc = rd_wire_decode(plain, plen, &pkt, members, cap, &reason);
     free(opened);
     if (rc < 0) {
         /* malformed, unless all that failed was our own allocation */
-        if (members || v != RD_ENVELOPE_OK) refuse(s, MALFORMED, &c->peer, reason);
+        if (members || !decodable) refuse(s, MALFORMED, &c->peer, reason);
         free(members);
         sync_finish(c, false);
         return;
@@ -527,6 +528,12 @@ void rd_sync_set_envelope(struct rd_sync *s, const struct rd_keyring *kr, const 
 {
     s->keyring = kr;
     s->label = label;
+}
+
+void rd_sync_set_verify(struct rd_sync *s, bool verify_incoming, bool verify_outgoing)
+{
+    s->plain_in = !verify_incoming;
+    s->plain_out = !verify_outgoing;
 }
 
 void rd_sync_close(struct rd_sync *s)

@@ -85,6 +85,12 @@ int rd_sync_start(uv_loop_t *loop, struct rd_swim *swim, const struct rd_addr *b
  * sealed ones are refused. Both are kept by pointer and must outlive `s`.
  */
 void rd_sync_set_envelope(struct rd_sync *s, const struct rd_keyring *kr, const char *label);
+/**
+ * With keys: verify_incoming false lets plain frames in beside sealed ones; verify_outgoing
+ * false sends frames in the clear (proto/envelope.h, rd_envelope_accept). Both true until
+ * called; without keys they change nothing.
+ */
+void rd_sync_set_verify(struct rd_sync *s, bool verify_incoming, bool verify_outgoing);
 /** Opens a sync with `to`; a failure is reported to the core (rd_swim_sync_failed). */
 void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to);
 /**

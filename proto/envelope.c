@@ -113,9 +113,9 @@ int rd_envelope_open(const uint8_t (*keys)[RD_ENVELOPE_KEY_LEN], size_t nkeys, c
 }
 
 enum rd_envelope_verdict rd_envelope_accept(const uint8_t (*keys)[RD_ENVELOPE_KEY_LEN],
-                                            size_t nkeys, const char *label, const char *in,
-                                            size_t len, char *out, size_t cap, const char **body,
-                                            size_t *body_len)
+                                            size_t nkeys, const char *label, bool verify_incoming,
+                                            const char *in, size_t len, char *out, size_t cap,
+                                            const char **body, size_t *body_len)
 {
     const unsigned char *p = (const unsigned char *)in;
     bool gossip = len >= RD_WIRE_MAGIC_LEN && p[0] == 'R' && p[1] == 'D';
@@ -126,7 +126,12 @@ enum rd_envelope_verdict rd_envelope_accept(const uint8_t (*keys)[RD_ENVELOPE_KE
         *body_len = len;
         return RD_ENVELOPE_OK;
     }
-    if (gossip && p[2] == RD_WIRE_VERSION && p[3] == 0) return RD_ENVELOPE_PLAIN;
+    if (gossip && p[2] == RD_WIRE_VERSION && p[3] == 0) {
+        if (verify_incoming) return RD_ENVELOPE_PLAIN;
+        *body = in;
+        *body_len = len;
+        return RD_ENVELOPE_PLAIN_OK;
+    }
     int rc = rd_envelope_open(keys, nkeys, label, in, len, out, cap, body_len, NULL, NULL);
     if (rc == RD_ENOENT) return RD_ENVELOPE_NOKEY;
     if (rc < 0) return RD_ENVELOPE_MALFORMED;
@@ -146,6 +151,9 @@ bool rd_envelope_drop_count(struct rd_envelope_drops *d, enum rd_envelope_verdic
     case RD_ENVELOPE_SEALED:
         d->sealed++;
         return true;
+    case RD_ENVELOPE_PLAIN_OK:
+        d->plain_accepted++;
+        return false;
     default:
         return false;
     }

@@ -28,6 +28,11 @@
  *   reported as "no key matched" (RD_ENOENT).
  * - Opening tries each key in the caller's order and says which one opened the packet, so
  *   a keyring can hold an old and a new key while a cluster rotates.
+ * - A keyed receiver can be told to let plain packets in beside sealed ones
+ *   (verify_incoming off, as memberlist's GossipVerifyIncoming): a running cluster in the
+ *   clear moves to sealing one agent at a time, with no moment when two agents cannot
+ *   hear each other. It is one flag of the receive rule, never a weaker check of sealed
+ *   packets: a sealed packet that does not open is dropped whatever the flag.
  * - Pure: no I/O, no allocation, and the caller owns every buffer, so the agent, the sync
  *   module, the tests and the fuzzer use the same code.
  * The overhead, RD_ENVELOPE_OVERHEAD, is reserved in every datagram by lib/msg.h's
@@ -90,29 +95,37 @@ enum rd_envelope_verdict {
     RD_ENVELOPE_PLAIN,     /**< plain while we have keys: drop, count */
     RD_ENVELOPE_SEALED,    /**< sealed while we have no keys: drop, count */
     RD_ENVELOPE_MALFORMED, /**< sealed flag but a bad envelope: drop, count as malformed */
+    RD_ENVELOPE_PLAIN_OK,  /**< plain while keyed, let in (verify_incoming off): decode, count */
 };
 
 /**
- * The receive rule in one place, for UDP and TCP alike. With keys (nkeys > 0), only a
- * packet that opens is accepted, its plain packet in out[0..cap); without keys, only a
- * packet without the sealed flag, as it came (*body = in), for rd_wire_decode() to check
- * (it refuses what is not a packet with its own reason). With keys, bytes that are neither
- * a sealed nor a plain gossip header are RD_ENVELOPE_MALFORMED.
- * On RD_ENVELOPE_OK, *body and *body_len are the packet to decode.
+ * The receive rule in one place, for UDP and TCP alike. With keys (nkeys > 0), a packet
+ * that opens is accepted, its plain packet in out[0..cap); a plain packet (a gossip header
+ * of our version with no flags) is refused (RD_ENVELOPE_PLAIN) while `verify_incoming`,
+ * and let in as it came (RD_ENVELOPE_PLAIN_OK, *body = in) without it: the state of a
+ * cluster that is moving to or from sealed gossip, where some peers still send in the
+ * clear. A sealed packet must open either way. Without keys, only a packet without the
+ * sealed flag, as it came (*body = in), for rd_wire_decode() to check (it refuses what is
+ * not a packet with its own reason); verify_incoming means nothing there. With keys,
+ * bytes that are neither a sealed nor a plain gossip header are RD_ENVELOPE_MALFORMED.
+ * On RD_ENVELOPE_OK and RD_ENVELOPE_PLAIN_OK, *body and *body_len are the packet to decode.
  */
 enum rd_envelope_verdict rd_envelope_accept(const uint8_t (*keys)[RD_ENVELOPE_KEY_LEN],
-                                            size_t nkeys, const char *label, const char *in,
-                                            size_t len, char *out, size_t cap, const char **body,
-                                            size_t *body_len);
+                                            size_t nkeys, const char *label, bool verify_incoming,
+                                            const char *in, size_t len, char *out, size_t cap,
+                                            const char **body, size_t *body_len);
 
-/** Datagrams or frames dropped by the receive rule, by reason (INFO shows them). */
+/** Datagrams or frames the receive rule dropped, by reason, and the plain ones it let in
+ *  while keyed (INFO shows them). */
 struct rd_envelope_drops {
-    uint64_t nokey;  /**< sealed, but no key opened it (a wrong key or another cluster) */
-    uint64_t plain;  /**< plain while keyed */
-    uint64_t sealed; /**< sealed while not keyed */
+    uint64_t nokey;          /**< sealed, but no key opened it (a wrong key or another cluster) */
+    uint64_t plain;          /**< plain while keyed */
+    uint64_t sealed;         /**< sealed while not keyed */
+    uint64_t plain_accepted; /**< plain while keyed, let in: verify_incoming is off */
 };
 
-/** Counts verdict v in *d; true if it was one of the three drops above. */
+/** Counts verdict v in *d; true if it was one of the three drops above (a plain packet let
+ *  in is counted but not a drop). */
 bool rd_envelope_drop_count(struct rd_envelope_drops *d, enum rd_envelope_verdict v);
 
 #endif

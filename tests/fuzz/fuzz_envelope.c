@@ -4,10 +4,12 @@
  * The first byte picks a path:
  *   even: the rest is an untrusted packet, opened with a fixed keyring of two keys (the
  *         first is PROTOCOL.md's test-vector key, so its vector is a seed that opens) and
- *         passed through the receive rule keyed and unkeyed. It must never crash or
- *         over-read; whatever opens must be exactly what sealing its plaintext with the
- *         key that matched and the same nonce gives (nothing opens that was not sealed),
- *         and must not open with the other key alone or under another cluster label.
+ *         passed through the receive rule keyed and unkeyed, with verify_incoming on and
+ *         off. It must never crash or over-read; whatever opens must be exactly what
+ *         sealing its plaintext with the key that matched and the same nonce gives (nothing
+ *         opens that was not sealed), and must not open with the other key alone or under
+ *         another cluster label; verify_incoming off changes only the verdict on a plain
+ *         packet, which it lets in as it came.
  *   odd:  [pos lo][pos hi][xor] then a plaintext: it is sealed with the second key, one
  *         byte at pos (modulo the length) is XORed with xor, and the result opened three
  *         ways: with both keys (a wrong key first, then the right one), with the wrong key
@@ -74,11 +76,24 @@ static void open_untrusted(const char *in, size_t len)
     const char *body;
     size_t blen;
     enum rd_envelope_verdict v =
-        rd_envelope_accept(keys, 2, LABEL, in, len, out, sizeof out, &body, &blen);
+        rd_envelope_accept(keys, 2, LABEL, true, in, len, out, sizeof out, &body, &blen);
     check((v == RD_ENVELOPE_OK) == (rc == 0));
-    v = rd_envelope_accept(NULL, 0, LABEL, in, len, out, sizeof out, &body, &blen);
-    check(v == RD_ENVELOPE_OK || v == RD_ENVELOPE_SEALED);
-    if (v == RD_ENVELOPE_OK) check(body == in && blen == len);
+    check(v != RD_ENVELOPE_PLAIN_OK && v != RD_ENVELOPE_SEALED);
+    /* verify_incoming off: only what the strict rule called plain changes, and it is let in
+     * untouched; a sealed packet is judged exactly as before */
+    const char *lbody;
+    size_t lblen;
+    enum rd_envelope_verdict lv =
+        rd_envelope_accept(keys, 2, LABEL, false, in, len, out, sizeof out, &lbody, &lblen);
+    if (v == RD_ENVELOPE_PLAIN)
+        check(lv == RD_ENVELOPE_PLAIN_OK && lbody == in && lblen == len);
+    else
+        check(lv == v);
+    for (int strict = 0; strict < 2; strict++) {
+        v = rd_envelope_accept(NULL, 0, LABEL, strict, in, len, out, sizeof out, &body, &blen);
+        check(v == RD_ENVELOPE_OK || v == RD_ENVELOPE_SEALED);
+        if (v == RD_ENVELOPE_OK) check(body == in && blen == len);
+    }
 }
 
 static void seal_and_mutate(const uint8_t *d, size_t size)
@@ -104,8 +119,8 @@ static void seal_and_mutate(const uint8_t *d, size_t size)
         check(wrong == RD_ENOENT && other == RD_ENOENT);
         const char *body;
         size_t blen;
-        check(rd_envelope_accept(keys, 1, LABEL, copy, len, again, sizeof again, &body, &blen) ==
-              RD_ENVELOPE_NOKEY);
+        check(rd_envelope_accept(keys, 1, LABEL, true, copy, len, again, sizeof again, &body,
+                                 &blen) == RD_ENVELOPE_NOKEY);
     } else {
         check(rc == RD_ENOENT || rc == RD_EPROTO);
         check(wrong == RD_ENOENT || wrong == RD_EPROTO);

@@ -35,10 +35,11 @@ static const char *describe(const struct rd_agent_config *c)
     }
     snprintf(out, sizeof out,
              "name=%s bind=%s port=%u advertise=%s adv_port=%u joins=[%s] socket=%s mode=%o "
-             "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu",
+             "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu verify=%d/%d",
              c->name, c->bind_text, c->bind.port, c->advertise_text, c->advertise.port, joins,
              c->socket_path, c->socket_mode, (unsigned)c->vnodes, (unsigned)c->weight, c->zone,
-             c->tags, (int)c->log_format, (int)c->log_level, (unsigned long long)c->seed);
+             c->tags, (int)c->log_format, (int)c->log_level, (unsigned long long)c->seed,
+             (int)c->gossip_verify_incoming, (int)c->gossip_verify_outgoing);
     return out;
 }
 
@@ -109,7 +110,8 @@ static const struct flag_case flag_cases[] = {
     {{NULL},
      false,
      "name=t1 bind=0.0.0.0:7946 port=7946 advertise= adv_port=7946 joins=[] "
-     "socket=/run/ringd/ringd.sock mode=660 vnodes=512 weight=1000 zone= tags= log=0/1 seed=0"},
+     "socket=/run/ringd/ringd.sock mode=660 vnodes=512 weight=1000 zone= tags= log=0/1 seed=0 "
+     "verify=0/0"},
     /* valid values, both spellings */
     {{"--name", "web-1.eu:a@b_c"}, false, "name=web-1.eu:a@b_c "},
     {{"--bind", "127.0.0.1:9000"}, false, "bind=127.0.0.1:9000 port=9000 advertise= adv_port=9000"},
@@ -128,6 +130,9 @@ static const struct flag_case flag_cases[] = {
     {{"--log-format", "json", "--log-level=debug"}, false, "log=1/0 "},
     {{"--log-level", "error"}, false, "log=0/3 "},
     {{"--seed", "18446744073709551615"}, false, "seed=18446744073709551615"},
+    /* on|off switches: given or not is kept (0 unset, 1 on, 2 off) for rd_config_secure */
+    {{"--gossip-verify-incoming", "off"}, false, "verify=2/0"},
+    {{"--gossip-verify-incoming=on", "--gossip-verify-outgoing=off"}, false, "verify=1/2"},
     /* given twice: the last wins */
     {{"--vnodes", "5", "--vnodes=9"}, false, "vnodes=9 "},
     {{"--name", "a", "--name", "b"}, false, "name=b "},
@@ -163,6 +168,11 @@ static const struct flag_case flag_cases[] = {
     {{"--log-level", "trace"}, true, "--log-level: 'trace' is not debug, info, warn or error"},
     {{"--seed", "x"}, true, "--seed: 'x' is not a number"},
     {{"--seed", "1 "}, true, "--seed: '1 ' is not a number"},
+    {{"--gossip-verify-incoming", "true"},
+     true,
+     "--gossip-verify-incoming: 'true' is not on or off"},
+    {{"--gossip-verify-outgoing="}, true, "--gossip-verify-outgoing: '' is not on or off"},
+    {{"--gossip-verify-outgoing", "OFF"}, true, "--gossip-verify-outgoing: 'OFF' is not on or off"},
     {{"--config", "/nonexistent/ringd.conf"},
      true,
      "--config /nonexistent/ringd.conf: No such file or directory"},
@@ -282,6 +292,8 @@ static void test_config_help_names_every_option_once(void **state)
         "keyring-file",
         "cluster",
         "insecure-gossip",
+        "gossip-verify-incoming",
+        "gossip-verify-outgoing",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {
@@ -348,6 +360,9 @@ static const struct file_case file_cases[] = {
     {T("\xEF\xBB\xBFvnodes = 7\n"), false, "vnodes=7 "},
     {T("vnodes = 7\r\nseed = 3\r\n"), false, "vnodes=7 weight=1000 zone= tags= log=0/1 seed=3"},
     {T("vnodes = 5\nvnodes = 6\n"), false, "vnodes=6 "},
+    {T("gossip-verify-incoming = off\ngossip-verify-outgoing = off\n"), false, "verify=2/2"},
+    {T("gossip-verify-incoming = no\n"), true,
+     "{}:1: --gossip-verify-incoming: 'no' is not on or off"},
     {T("tag = a=1\ntag = b=2\njoin = 10.0.0.1\njoin = 10.0.0.2:7000\n"), false,
      "joins=[10.0.0.1 10.0.0.2:7000] socket=/run/ringd/ringd.sock mode=660 vnodes=512 "
      "weight=1000 zone= tags=a=1,b=2 "},

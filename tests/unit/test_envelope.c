@@ -5,7 +5,8 @@
  * document cannot drift from the code: RD_ENVELOPE_PRINT=1 prints it). Round trips at
  * every size up to a full datagram; every single-bit flip and every truncation of a sealed
  * packet is refused; a wrong key or label does not open; the keyring's order decides
- * which key reports a match; the receive rule (rd_envelope_accept) drops what it must.
+ * which key reports a match; the receive rule (rd_envelope_accept) drops what it must,
+ * with verify_incoming on and off.
  * A loop reports the cost of one seal + open (printed, not asserted).
  */
 #include <setjmp.h>
@@ -242,29 +243,34 @@ static void test_accept_rule(void **state)
     assert_int_equal(
         rd_envelope_seal(keys[0], "c", vec_plain, VEC_PLAIN_LEN, sealed, sizeof sealed, &len), 0);
     /* keyed: the sealed packet opens; a plain one, another key's, and garbage do not */
-    assert_int_equal(rd_envelope_accept(keys, 1, "c", sealed, len, out, sizeof out, &body, &blen),
-                     RD_ENVELOPE_OK);
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", true, sealed, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_OK);
     assert_ptr_equal(body, out);
     assert_int_equal(blen, VEC_PLAIN_LEN);
     assert_memory_equal(body, vec_plain, VEC_PLAIN_LEN);
+    assert_int_equal(rd_envelope_accept(keys, 1, "c", true, vec_plain, VEC_PLAIN_LEN, out,
+                                        sizeof out, &body, &blen),
+                     RD_ENVELOPE_PLAIN);
     assert_int_equal(
-        rd_envelope_accept(keys, 1, "c", vec_plain, VEC_PLAIN_LEN, out, sizeof out, &body, &blen),
-        RD_ENVELOPE_PLAIN);
-    assert_int_equal(
-        rd_envelope_accept(&keys[1], 1, "c", sealed, len, out, sizeof out, &body, &blen),
+        rd_envelope_accept(&keys[1], 1, "c", true, sealed, len, out, sizeof out, &body, &blen),
         RD_ENVELOPE_NOKEY);
-    assert_int_equal(rd_envelope_accept(keys, 1, "d", sealed, len, out, sizeof out, &body, &blen),
-                     RD_ENVELOPE_NOKEY);
-    assert_int_equal(rd_envelope_accept(keys, 1, "c", "junk", 4, out, sizeof out, &body, &blen),
-                     RD_ENVELOPE_MALFORMED);
-    assert_int_equal(rd_envelope_accept(keys, 1, "c", sealed, 20, out, sizeof out, &body, &blen),
-                     RD_ENVELOPE_MALFORMED);
-    /* unkeyed: a plain packet (or anything for the decoder to judge) passes; a sealed one not */
-    assert_int_equal(rd_envelope_accept(NULL, 0, "c", sealed, len, out, sizeof out, &body, &blen),
-                     RD_ENVELOPE_SEALED);
     assert_int_equal(
-        rd_envelope_accept(NULL, 0, "c", vec_plain, VEC_PLAIN_LEN, out, sizeof out, &body, &blen),
-        RD_ENVELOPE_OK);
+        rd_envelope_accept(keys, 1, "d", true, sealed, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_NOKEY);
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", true, "junk", 4, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_MALFORMED);
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", true, sealed, 20, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_MALFORMED);
+    /* unkeyed: a plain packet (or anything for the decoder to judge) passes; a sealed one not */
+    assert_int_equal(
+        rd_envelope_accept(NULL, 0, "c", true, sealed, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_SEALED);
+    assert_int_equal(rd_envelope_accept(NULL, 0, "c", true, vec_plain, VEC_PLAIN_LEN, out,
+                                        sizeof out, &body, &blen),
+                     RD_ENVELOPE_OK);
     assert_ptr_equal(body, vec_plain);
     assert_int_equal(blen, VEC_PLAIN_LEN);
     /* and the drops are counted by reason, malformed and accepted ones not */
@@ -278,6 +284,81 @@ static void test_accept_rule(void **state)
     assert_int_equal(d.nokey, 1);
     assert_int_equal(d.plain, 2);
     assert_int_equal(d.sealed, 1);
+    assert_int_equal(d.plain_accepted, 0);
+}
+
+/* verify_incoming off (a cluster turning encryption on): a keyed receiver lets a plain
+ * packet in as it came and counts it apart; everything else is judged as with it on. */
+static void test_accept_rule_plain_let_in(void **state)
+{
+    uint8_t keys[2][RD_ENVELOPE_KEY_LEN];
+    randombytes_buf(keys, sizeof keys);
+    char sealed[128], out[128];
+    size_t len, blen = 0;
+    const char *body = NULL;
+    assert_int_equal(
+        rd_envelope_seal(keys[0], "c", vec_plain, VEC_PLAIN_LEN, sealed, sizeof sealed, &len), 0);
+    /* plain: let in, untouched */
+    assert_int_equal(rd_envelope_accept(keys, 1, "c", false, vec_plain, VEC_PLAIN_LEN, out,
+                                        sizeof out, &body, &blen),
+                     RD_ENVELOPE_PLAIN_OK);
+    assert_ptr_equal(body, vec_plain);
+    assert_int_equal(blen, VEC_PLAIN_LEN);
+    /* sealed still has to open: ours does, another key's or cluster's or a cut one does not */
+    body = NULL;
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", false, sealed, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_OK);
+    assert_ptr_equal(body, out);
+    assert_memory_equal(body, vec_plain, VEC_PLAIN_LEN);
+    assert_int_equal(
+        rd_envelope_accept(&keys[1], 1, "c", false, sealed, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_NOKEY);
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "d", false, sealed, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_NOKEY);
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", false, sealed, 20, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_MALFORMED);
+    char flipped[128];
+    memcpy(flipped, sealed, len);
+    flipped[len - 1] ^= 1;
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", false, flipped, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_NOKEY);
+    /* "plain" means our version with no flags: anything else is not let in */
+    char other[VEC_PLAIN_LEN];
+    memcpy(other, vec_plain, VEC_PLAIN_LEN);
+    other[2] = 2; /* another version */
+    assert_int_equal(rd_envelope_accept(keys, 1, "c", false, other, VEC_PLAIN_LEN, out, sizeof out,
+                                        &body, &blen),
+                     RD_ENVELOPE_MALFORMED);
+    other[2] = vec_plain[2];
+    other[3] = 2; /* an unknown flag */
+    assert_int_equal(rd_envelope_accept(keys, 1, "c", false, other, VEC_PLAIN_LEN, out, sizeof out,
+                                        &body, &blen),
+                     RD_ENVELOPE_MALFORMED);
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", false, "junk", 4, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_MALFORMED);
+    assert_int_equal(
+        rd_envelope_accept(keys, 1, "c", false, "RD", 2, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_MALFORMED);
+    /* without keys the flag means nothing: sealed is still dropped, plain still passes */
+    assert_int_equal(
+        rd_envelope_accept(NULL, 0, "c", false, sealed, len, out, sizeof out, &body, &blen),
+        RD_ENVELOPE_SEALED);
+    assert_int_equal(rd_envelope_accept(NULL, 0, "c", false, vec_plain, VEC_PLAIN_LEN, out,
+                                        sizeof out, &body, &blen),
+                     RD_ENVELOPE_OK);
+    /* a plain packet let in is counted apart, and is not a drop */
+    struct rd_envelope_drops d = {0};
+    assert_false(rd_envelope_drop_count(&d, RD_ENVELOPE_PLAIN_OK));
+    assert_false(rd_envelope_drop_count(&d, RD_ENVELOPE_PLAIN_OK));
+    assert_true(rd_envelope_drop_count(&d, RD_ENVELOPE_NOKEY));
+    assert_int_equal(d.plain_accepted, 2);
+    assert_int_equal(d.plain, 0);
+    assert_int_equal(d.nokey, 1);
 }
 
 /* The cost of sealing and opening one full datagram, for the record; not asserted. */
@@ -317,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_key_order),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_accept_rule),
+        cmocka_unit_test(test_accept_rule_plain_let_in),
         cmocka_unit_test(test_cost),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,6 +1,6 @@
 /*
  * test_keyring.c — the gossip keyring file (agent/keyring.h) and the start-up checks built
- * on it (rd_config_secure: --keyring-file, --cluster, protected mode).
+ * on it (rd_config_secure: --keyring-file, --cluster, protected mode, the verify switches).
  *
  * Each case writes a keyring file in a fresh temporary directory with the mode it needs,
  * loads it and checks the keys (order kept, comments skipped) or the one-line refusal.
@@ -232,6 +232,44 @@ static void test_protected_mode(void **state)
     chmod(path, 0644);
     assert_int_equal(secure(keyed, &cfg, err, sizeof err), RD_EINVAL);
     assert_non_null(strstr(err, "chmod 600"));
+    /* the verify switches: only with a keyring, never clear out and strict in */
+    chmod(path, 0600);
+    const char *mig1[] = {"--name",
+                          "a",
+                          "--bind",
+                          "0.0.0.0:7000",
+                          "--keyring-file",
+                          path,
+                          "--gossip-verify-incoming",
+                          "off",
+                          "--gossip-verify-outgoing",
+                          "off",
+                          NULL};
+    assert_int_equal(secure(mig1, &cfg, err, sizeof err), 0);
+    assert_int_equal(cfg.gossip_verify_incoming, RD_SWITCH_OFF);
+    assert_int_equal(cfg.gossip_verify_outgoing, RD_SWITCH_OFF);
+    assert_int_equal(cfg.keyring.nkeys, 1);
+    const char *mig2[] = {"--name", "a", "--keyring-file", path, "--gossip-verify-incoming=off",
+                          NULL};
+    assert_int_equal(secure(mig2, &cfg, err, sizeof err), 0);
+    assert_int_equal(cfg.gossip_verify_incoming, RD_SWITCH_OFF);
+    assert_int_equal(cfg.gossip_verify_outgoing, RD_SWITCH_ON); /* unset reads on */
+    assert_int_equal(secure(keyed, &cfg, err, sizeof err), 0);
+    assert_int_equal(cfg.gossip_verify_incoming, RD_SWITCH_ON);
+    assert_int_equal(cfg.gossip_verify_outgoing, RD_SWITCH_ON);
+    const char *backwards[] = {"--name", "a", "--keyring-file", path, "--gossip-verify-outgoing",
+                               "off",    NULL};
+    assert_int_equal(secure(backwards, &cfg, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "--gossip-verify-outgoing off needs --gossip-verify-incoming off: an "
+                             "agent that sends in the clear but refuses it cannot hear its peers");
+    const char *nokeys_in[] = {
+        "--name", "a", "--bind", "127.0.0.1:7000", "--gossip-verify-incoming", "off", NULL};
+    assert_int_equal(secure(nokeys_in, &cfg, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "--gossip-verify-incoming means nothing without --keyring-file PATH");
+    const char *nokeys_out[] = {
+        "--name", "a", "--bind", "127.0.0.1:7000", "--gossip-verify-outgoing=on", NULL};
+    assert_int_equal(secure(nokeys_out, &cfg, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "--gossip-verify-outgoing means nothing without --keyring-file PATH");
     /* the cluster label is checked like a zone */
     const char *badlabel[] = {"--name", "a", "--bind", "127.0.0.1:7000", "--cluster", "a b", NULL};
     assert_int_equal(secure(badlabel, &cfg, err, sizeof err), RD_EINVAL);

@@ -61,21 +61,24 @@ static const struct rd_swim *fake_swim(void *ctx)
 
 static void fake_status(void *ctx, struct rd_query_status *out)
 {
-    *out = (struct rd_query_status){.uptime_s = 42,
-                                    .ring_version = 3,
-                                    .vnodes = 64,
-                                    .weight = 2500,
-                                    .max_weight = 4000,
-                                    .members_weight_capped = 18,
-                                    .packets_malformed = 5,
-                                    .syncs_malformed = 6,
-                                    .syncs_oversize = 7,
-                                    .syncs_refused_source = 8,
-                                    .syncs_refused_full = 9,
-                                    .syncs_timed_out_header = 10,
-                                    .syncs_timed_out_frame = 11,
-                                    .packets_dropped = {.nokey = 12, .plain = 13, .sealed = 14},
-                                    .syncs_dropped = {.nokey = 15, .plain = 16, .sealed = 17}};
+    *out = (struct rd_query_status){
+        .uptime_s = 42,
+        .ring_version = 3,
+        .vnodes = 64,
+        .weight = 2500,
+        .max_weight = 4000,
+        .members_weight_capped = 18,
+        .packets_malformed = 5,
+        .syncs_malformed = 6,
+        .syncs_oversize = 7,
+        .syncs_refused_source = 8,
+        .syncs_refused_full = 9,
+        .syncs_timed_out_header = 10,
+        .syncs_timed_out_frame = 11,
+        .packets_dropped = {.nokey = 12, .plain = 13, .sealed = 14, .plain_accepted = 18},
+        .syncs_dropped = {.nokey = 15, .plain = 16, .sealed = 17, .plain_accepted = 19},
+        .verify_incoming = true,
+        .verify_outgoing = false};
 }
 
 /* Publishes an event from inside the request, as the real agent's flush() does. */
@@ -352,12 +355,13 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "health:%u\r\n"
                  "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
                  "packets_dropped_nokey:12\r\npackets_dropped_plain:13\r\n"
-                 "packets_dropped_sealed:14\r\n"
+                 "packets_dropped_sealed:14\r\npackets_accepted_plain:18\r\n"
                  "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
                  "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_oversize:7\r\n"
                  "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
                  "syncs_timed_out_frame:11\r\nsyncs_dropped_nokey:15\r\n"
-                 "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\n"
+                 "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\nsyncs_accepted_plain:19\r\n"
+                 "gossip_verify_incoming:on\r\ngossip_verify_outgoing:off\r\n"
                  "incarnations_refused:0\r\n"
                  "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
                  "namesakes_ignored:0\r\nring_scaled:0\r\nmembers_weight_capped:18\r\n"
