@@ -46,6 +46,8 @@
 #define OUT_QUEUE_MAX 256
 /** Indirect probes we relay for others at once. */
 #define RELAYS_MAX 64
+/** Most helpers asked to probe one target indirectly (cfg.indirect_checks is clamped). */
+#define HELPERS_MAX 16
 /** Full-state exchanges queued at once. */
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
@@ -80,9 +82,10 @@ struct out {
     size_t cap;                    /* most bytes the packet may take; 0: RD_PACKET_BUDGET */
 };
 
-/* A PING_REQ we are relaying: our ping's seq and whom to answer. */
+/* A PING_REQ we are relaying: our ping's seq, whom we ping and whom to answer. */
 struct relay {
     uint32_t our_seq, their_seq;
+    char target[RD_NAME_MAX + 1];
     struct rd_addr requester;
     uint64_t deadline_ms;
 };
@@ -94,6 +97,7 @@ struct probe {
     char target[RD_NAME_MAX + 1];
     uint64_t timeout_ms, period_end_ms;
     uint32_t nacks_expected, nacks;
+    char helpers[HELPERS_MAX][RD_NAME_MAX + 1]; /* asked by PING_REQ: may ACK or NACK for it */
 };
 
 struct rd_swim {
@@ -116,6 +120,7 @@ struct rd_swim {
     struct probe probe;
     uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms, next_reconnect_ms;
     uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
+    uint64_t incarnation_high;  /* the highest incarnation our table has held, of anyone */
     bool conflict;              /* a namesake older than us is alive elsewhere */
     bool established;           /* a member told us about ourselves at our address */
     struct rd_member conflict_with;
@@ -212,6 +217,7 @@ static void tally(struct rd_swim *s, uint32_t i, int sign)
 {
     const struct rd_member *m = &s->members[i];
     s->nstatus[m->status & 3] += (size_t)(ptrdiff_t)sign;
+    if (sign > 0 && m->incarnation > s->incarnation_high) s->incarnation_high = m->incarnation;
     if (!in_ring(m->status)) return;
     s->nlive += (size_t)(ptrdiff_t)sign;
     if (sign > 0) {
@@ -630,7 +636,16 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
         snprintf(rec.accuser, sizeof rec.accuser, "%s", via);
     }
     if (idx < 0) {
-        /* a stranger: keep a tombstone too, so a late rumour cannot resurrect it */
+        /* A stranger has no history of its own to bound its incarnation, so the table's is
+         * used: incarnations start from start times, and no honest member can be that far
+         * ahead of every other. Without it, a first record at 2^64-1 would sit above
+         * anything the member can ever say. Only an agent alone, whose own clock may be
+         * the one that is wrong, takes the first news as it comes. */
+        if (s->count > 1 && !plausible(s->incarnation_high, rec.incarnation)) {
+            s->stats.incarnations_refused++;
+            return false;
+        }
+        /* keep a tombstone too, so a late rumour cannot resurrect it */
         int n = add_member(s, &rec, now_ms);
         if (n == RD_E2BIG) s->stats.members_refused_full++;
         if (n < 0) return false;
@@ -687,9 +702,12 @@ static void merge_all(struct rd_swim *s, const struct rd_packet *pkt, uint64_t n
 
 /* ---------------------------------------------------------------- probing */
 
+/* Sequence numbers start at random in each life and skip 0 (no probe), so that an ACK
+ * recorded in an earlier life, or earlier in this one, echoes no seq we are waiting for. */
 static uint32_t next_seq(struct rd_swim *s)
 {
-    return ++s->seq;
+    if (++s->seq == 0) s->seq = 1;
+    return s->seq;
 }
 
 static uint64_t scaled(const struct rd_swim *s, uint32_t ms)
@@ -766,14 +784,15 @@ static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
     int t = find_entry(s, p->target);
     p->indirect_sent = true;
     if (t < 0) return;
-    uint32_t helpers[16];
-    size_t k = s->cfg.indirect_checks < 16 ? s->cfg.indirect_checks : 16;
+    uint32_t helpers[HELPERS_MAX];
+    size_t k = s->cfg.indirect_checks < HELPERS_MAX ? s->cfg.indirect_checks : HELPERS_MAX;
     size_t n = random_members(s, helpers, k, t);
     for (size_t h = 0; h < n; h++) {
         struct rd_msg m = make_msg(s, RD_MSG_PING_REQ, p->seq);
         snprintf(m.target, sizeof m.target, "%s", p->target);
         m.target_addr = s->members[t].addr;
         send_msg(s, &s->members[helpers[h]].addr, s->members[helpers[h]].name, &m);
+        snprintf(p->helpers[h], sizeof p->helpers[h], "%s", s->members[helpers[h]].name);
     }
     p->nacks_expected = (uint32_t)n;
     s->stats.indirect_probes += n;
@@ -988,6 +1007,14 @@ static void answer_ping(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
     maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
 }
 
+/* Whether `name` is one of the helpers this probe asked to ping its target for us. */
+static bool asked_helper(const struct probe *p, const char *name)
+{
+    for (uint32_t h = 0; h < p->nacks_expected; h++)
+        if (strcmp(p->helpers[h], name) == 0) return true;
+    return false;
+}
+
 /* `known`: the sender was a member of our table at this address before its packet was merged (the
  * records a packet carries cannot vouch for its own sender). */
 static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
@@ -1000,13 +1027,15 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         answer_ping(s, now_ms, from, from_name, known, asked, m);
         break;
     case RD_MSG_ACK:
-        if (s->conflict_probe_seq && m->seq == s->conflict_probe_seq) {
+        if (s->conflict_probe_seq && m->seq == s->conflict_probe_seq &&
+            strcmp(from_name, s->members[0].name) == 0) {
             s->conflict = true; /* our name answered from another address */
             s->conflict_with = s->conflict_candidate;
             s->conflict_probe_seq = 0;
             return;
         }
-        if (s->probe.active && m->seq == s->probe.seq) {
+        if (s->probe.active && m->seq == s->probe.seq &&
+            (strcmp(from_name, s->probe.target) == 0 || asked_helper(&s->probe, from_name))) {
             probe_acked(s);
             if (m->checksum != 0) /* 0: a bare ACK, which carries no checksum */
                 maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
@@ -1014,7 +1043,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         }
         for (size_t k = 0; k < s->nrelays; k++) {
             struct relay *r = &s->relays[k];
-            if (r->our_seq != m->seq) continue;
+            if (r->our_seq != m->seq || strcmp(from_name, r->target) != 0) continue;
             struct rd_msg fwd = make_msg(s, RD_MSG_ACK, r->their_seq);
             send_msg(s, &r->requester, NULL, &fwd);
             s->relays[k] = s->relays[--s->nrelays];
@@ -1022,7 +1051,8 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         }
         break;
     case RD_MSG_NACK:
-        if (s->probe.active && m->seq == s->probe.seq) s->probe.nacks++;
+        if (s->probe.active && m->seq == s->probe.seq && asked_helper(&s->probe, from_name))
+            s->probe.nacks++;
         break;
     case RD_MSG_PING_REQ: {
         if (!known) {
@@ -1035,6 +1065,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
                             .their_seq = m->seq,
                             .requester = *from,
                             .deadline_ms = now_ms + s->cfg.probe_timeout_ms};
+        snprintf(r->target, sizeof r->target, "%s", m->target);
         struct rd_msg ping = make_msg(s, RD_MSG_PING, r->our_seq);
         snprintf(ping.target, sizeof ping.target, "%s", m->target);
         send_msg(s, &m->target_addr, m->target, &ping);
@@ -1449,6 +1480,7 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->next_reap_ms = UINT64_MAX;
     s->next_reconnect_ms = now_ms + cfg->reconnect_interval_ms;
     s->start_incarnation = self->incarnation;
+    s->seq = (uint32_t)rd_rand_next(&s->rng);
     return s;
 }
 

@@ -360,6 +360,86 @@ static void test_incarnations_saturate_at_the_end_of_the_range(void **state)
     rd_swim_delete(s);
 }
 
+/* Runs `s` alone until `until_ms`, dropping what it sends; with a `target`, stops at its
+ * first PING to that member and returns the PING's seq (else 0). */
+static uint32_t run_alone(struct rd_swim *s, uint64_t *now, uint64_t until_ms, const char *target)
+{
+    while (*now < until_ms) {
+        uint64_t next = rd_swim_next_tick(s);
+        *now = next < until_ms ? (next > *now ? next : *now + 1) : until_ms;
+        rd_swim_tick(s, *now);
+        struct rd_addr to;
+        struct rd_packet out;
+        uint32_t seq = 0;
+        while (rd_swim_poll_send(s, *now, &to, &out))
+            for (size_t k = 0; k < out.nmsgs; k++)
+                if (target && !seq && out.msgs[k].type == RD_MSG_PING &&
+                    strcmp(out.msgs[k].target, target) == 0)
+                    seq = out.msgs[k].seq;
+        if (seq) return seq;
+    }
+    return 0;
+}
+
+/* A probe of n1 answered by `from_name` at `from`: does n1 stay alive? */
+static uint8_t probe_answered_by(const char *from_name, const struct rd_addr *from)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 7, 0);
+    assert_non_null(s);
+    static struct rd_member batch[1];
+    feed_sync(s, batch, 1, 1); /* n1 alone: no helper to ask, so a probe fails at its end */
+    uint64_t now = 0;
+    uint32_t seq = run_alone(s, &now, 2 * cfg.probe_interval_ms, "n1");
+    assert_int_not_equal(seq, 0);
+    struct rd_packet ack = {.nmsgs = 1};
+    snprintf(ack.from, sizeof ack.from, "%s", from_name);
+    ack.msgs[0] = (struct rd_msg){.type = RD_MSG_ACK, .seq = seq};
+    rd_swim_recv(s, now, from, &ack);
+    run_alone(s, &now, now + cfg.probe_interval_ms + 100,
+              NULL); /* this probe judged, not the next */
+    uint8_t status = rd_swim_find(s, "n1")->status;
+    rd_swim_delete(s);
+    return status;
+}
+
+static void test_only_the_probed_member_or_a_helper_can_answer_a_probe(void **state)
+{
+    struct rd_member n1 = fake_member(1, 1, RD_ALIVE);
+    assert_int_equal(probe_answered_by("n1", &n1.addr), RD_ALIVE);
+    /* the right seq from anyone else (a replay, a forger) completes nothing */
+    struct rd_addr elsewhere = {.family = 4, .port = 30999, .ip = {127, 0, 0, 1}};
+    assert_int_equal(probe_answered_by("forger", &elsewhere), RD_SUSPECT);
+    assert_int_equal(probe_answered_by("forger", &n1.addr), RD_SUSPECT);
+}
+
+static void test_a_first_record_cannot_be_planted_beyond_reach(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct sim *sim = sim_new(6, test_seed(43), &cfg);
+    for (size_t i = 0; i < 5; i++)
+        sim_start(sim, i, 0);
+    converge(sim, 5, 20000);
+    /* n5 has never been heard of: a record at the end of the range would sit above anything
+     * it can ever say, so it is refused; one within reach is taken, then outranked */
+    struct rd_member planted = fake_member(5, UINT64_MAX, RD_DEAD);
+    snprintf(planted.name, sizeof planted.name, "%s", sim_name(sim, 5));
+    for (size_t i = 0; i < 5; i++)
+        forge_record(sim, i, &planted);
+    for (size_t i = 0; i < 5; i++) {
+        assert_null(rd_swim_find(sim_swim(sim, i), sim_name(sim, 5)));
+        assert_int_equal(rd_swim_stats(sim_swim(sim, i))->incarnations_refused, 1);
+    }
+    sim_start(sim, 5, 0);
+    converge(sim, 6, 20000);
+    assert_true(sim_all_see(sim, 5, RD_ALIVE));
+    sim_delete(sim);
+}
+
 /* The next packet `s` wants sent, or false. */
 static bool next_out(struct rd_swim *s, struct rd_addr *to, struct rd_packet *pkt)
 {
@@ -671,6 +751,8 @@ int main(void)
         cmocka_unit_test(test_forged_eviction_cannot_stop_a_member_from_refuting),
         cmocka_unit_test(test_incarnations_saturate_at_the_end_of_the_range),
         cmocka_unit_test(test_a_stranger_gets_no_more_bytes_than_it_sent_and_no_relay),
+        cmocka_unit_test(test_only_the_probed_member_or_a_helper_can_answer_a_probe),
+        cmocka_unit_test(test_a_first_record_cannot_be_planted_beyond_reach),
         cmocka_unit_test(test_an_established_member_keeps_its_name_against_a_namesake),
         cmocka_unit_test(test_a_full_member_table_counts_what_it_refuses),
         cmocka_unit_test(test_restarted_member_is_alive_again_everywhere),
