@@ -482,9 +482,15 @@ static int host_keyring_change(void *ctx, enum rd_query_key_op op, const char *a
         static const char *const msgs[] = {"keyring key installed", "keyring primary key changed",
                                            "keyring key removed"};
         a->cfg.keyring = next;
-        rd_logf(RD_LOG_INFO, msgs[op], RD_FSTR("key", fp), RD_FUINT("keys", next.nkeys),
-                RD_FSTR("primary_key", primary), RD_FSTR("was_primary", was),
-                RD_FUINT("by_uid", peer->uid), RD_FUINT("by_pid", peer->pid));
+        struct rd_log_field f[] = {
+            RD_FSTR("key", fp),
+            RD_FUINT("keys", next.nkeys),
+            RD_FSTR("primary_key", primary),
+            RD_FUINT("by_uid", peer->uid),
+            RD_FUINT("by_pid", peer->pid),
+            RD_FSTR("was_primary", was), /* last: only a new primary has one */
+        };
+        rd_log(RD_LOG_INFO, msgs[op], f, sizeof f / sizeof f[0] - (op == RD_QUERY_KEY_USE ? 0 : 1));
     }
     sodium_memzero(&next, sizeof next);
     return rc;
