@@ -19,7 +19,7 @@
  * by DNS without blocking the loop), metrics.c (the Prometheus endpoint); the socket's
  * pub/sub stays in query.c.
  *
- * The client side, `ringd members | owner | info | watch | join | leave` and the `ringd`
+ * The client side, `ringd members | owner | info | watch | join | leave | keys` and the `ringd`
  * entry point, lives in cli/: it talks to this daemon only through the query socket and
  * depends on agent/, never the other way.
  */

@@ -1,6 +1,6 @@
 /*
  * client.c — the client subcommands (see client.h): members, owner, info, watch, join,
- * leave.
+ * leave, keys.
  *
  * Each one connects to the agent's query socket, sends one RESP request and prints the
  * reply; watch then keeps printing pushed events. Plain blocking POSIX I/O: a CLI sends
@@ -54,7 +54,16 @@ static void client_usage(void)
            "  watch [--json]           one line per membership or ring change until the\n"
            "                           agent closes the connection or Ctrl-C\n"
            "  join HOST:PORT           join the cluster through HOST:PORT\n"
-           "  leave                    leave the cluster gracefully; the agent then exits\n\n"
+           "  leave                    leave the cluster gracefully; the agent then exits\n"
+           "  keys list [--json]       the gossip keys by fingerprint, primary first:\n"
+           "                           FINGERPRINT primary|installed\n"
+           "  keys install KEY|-       add a key (base64, as keygen prints; - reads it from\n"
+           "                           stdin): it opens from now on; prints its fingerprint\n"
+           "  keys use FINGERPRINT     make an installed key the primary: it seals from now on\n"
+           "  keys remove FINGERPRINT  drop a key that is not the primary\n"
+           "                           (a FINGERPRINT may be any unambiguous prefix; install,\n"
+           "                           use and remove change the keyring file too, and need\n"
+           "                           root, the agent's user or its --admin-group)\n\n"
            "  --socket PATH            the agent's query socket (default: $RINGD_SOCKET,\n"
            "                           else %s); accepted anywhere in the arguments\n"
            "  --json                   JSON output: members prints an array of objects,\n"
@@ -607,6 +616,88 @@ static int cmd_simple(const struct opts *o, const char *name, const char *comman
     return flushed(err, errlen);
 }
 
+/* ============================================================ keys */
+
+/* `keys list`: one line per key, "FINGERPRINT primary|installed", primary first. */
+static int keys_list(const struct opts *o, char *err, size_t errlen)
+{
+    const char *req[] = {"KEYRING", "LIST"};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, 2, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (r->type != RD_RESP_ARRAY) return unexpected(r, err, errlen);
+    for (size_t i = 0; i < r->nelem; i++) {
+        const struct rd_resp_reply *k = r->elem[i];
+        if (k->type != RD_RESP_ARRAY || k->nelem != 2 || !is_text(k->elem[0]) ||
+            !is_text(k->elem[1]))
+            return unexpected(r, err, errlen);
+    }
+    if (r->nelem == 0) fprintf(stderr, "ringd: no keyring: this agent gossips in the clear\n");
+    if (o->json) fputc('[', stdout);
+    for (size_t i = 0; i < r->nelem; i++) {
+        const char *fp = r->elem[i]->elem[0]->str, *role = r->elem[i]->elem[1]->str;
+        if (o->json) {
+            fputs(i ? ",{\"fingerprint\":" : "{\"fingerprint\":", stdout);
+            json_cstr(stdout, fp);
+            printf(",\"primary\":%s}", strcmp(role, "primary") == 0 ? "true" : "false");
+        } else {
+            printf("%s %s\n", fp, role);
+        }
+    }
+    if (o->json) fputs("]\n", stdout);
+    rd_resp_reply_free(r);
+    return flushed(err, errlen);
+}
+
+/* `keys install KEY|-`, `keys use FP`, `keys remove FP`: prints the key's fingerprint. A
+ * key given as "-" is read from the first line of stdin, so it stays out of the process
+ * list and the shell's history. */
+static int keys_change(const struct opts *o, const char *sub, char *err, size_t errlen)
+{
+    char line[256];
+    const char *arg = o->args[1];
+    if (strcmp(sub, "INSTALL") == 0 && strcmp(arg, "-") == 0) {
+        if (!fgets(line, sizeof line, stdin)) {
+            snprintf(err, errlen, "keys install -: no key on stdin");
+            return RD_EINVAL;
+        }
+        line[strcspn(line, "\r\n")] = '\0';
+        arg = line;
+    }
+    const char *req[] = {"KEYRING", sub, arg};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, 3, &r, err, errlen);
+    memset(line, 0, sizeof line);
+    if (rc < 0) return rc;
+    if (!is_text(r)) return unexpected(r, err, errlen);
+    printf("%s\n", r->str);
+    rd_resp_reply_free(r);
+    return flushed(err, errlen);
+}
+
+static int cmd_keys(const struct opts *o, char *err, size_t errlen)
+{
+    static const char *const subs[][2] = {
+        {"install", "INSTALL"}, {"use", "USE"}, {"remove", "REMOVE"}};
+    if (o->nargs >= 1 && strcmp(o->args[0], "list") == 0) {
+        if (o->nargs > 1)
+            return usage_error(err, errlen, "keys list takes no arguments, got '%s'", o->args[1]);
+        return keys_list(o, err, errlen);
+    }
+    for (size_t i = 0; o->nargs >= 1 && i < sizeof subs / sizeof subs[0]; i++) {
+        if (strcmp(o->args[0], subs[i][0]) != 0) continue;
+        if (o->json) return usage_error(err, errlen, "--json is only for 'keys list'");
+        if (o->nargs != 2)
+            return usage_error(err, errlen, "keys %s needs one %s", subs[i][0],
+                               i == 0 ? "KEY (base64, or - to read it from stdin)"
+                                      : "FINGERPRINT (or a prefix of one)");
+        return keys_change(o, subs[i][1], err, errlen);
+    }
+    return usage_error(err, errlen,
+                       "keys needs list, install KEY, use FINGERPRINT or remove "
+                       "FINGERPRINT");
+}
+
 /* ============================================================ watch */
 
 static void timestamp(char *buf, size_t len)
@@ -737,6 +828,9 @@ static const struct subcommand subcommands[] = {
     {"watch", true, false, "ringd watch [--json] [--socket PATH]"},
     {"join", false, false, "ringd join HOST:PORT [--socket PATH]"},
     {"leave", false, false, "ringd leave [--socket PATH]"},
+    {"keys", true, false,
+     "ringd keys list [--json] | install KEY|- | use FINGERPRINT | remove FINGERPRINT "
+     "[--socket PATH]"},
 };
 
 int rd_client_run(int argc, char **argv, char *err, size_t errlen)
@@ -766,5 +860,6 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (strcmp(sc->name, "info") == 0) return cmd_info(&o, err, errlen);
     if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o, err, errlen);
     if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1, err, errlen);
+    if (strcmp(sc->name, "keys") == 0) return cmd_keys(&o, err, errlen);
     return cmd_simple(&o, "leave", "LEAVE", 0, err, errlen);
 }
