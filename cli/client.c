@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -598,6 +599,19 @@ static int cmd_info(const struct opts *o, char *err, size_t errlen)
     return flushed(err, errlen);
 }
 
+/* One request whose reply is one line of text (JOIN's OK, a key's fingerprint): prints it. */
+static int call_print(const struct opts *o, const char *const *req, size_t argc, char *err,
+                      size_t errlen)
+{
+    struct rd_resp_reply *r;
+    int rc = call(o, req, argc, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (!is_text(r)) return unexpected(r, err, errlen);
+    printf("%s\n", r->str);
+    rd_resp_reply_free(r);
+    return flushed(err, errlen);
+}
+
 /* JOIN HOST:PORT and LEAVE: one request, "OK" back. `name` is the subcommand. */
 static int cmd_simple(const struct opts *o, const char *name, const char *command, int want_args,
                       char *err, size_t errlen)
@@ -607,13 +621,7 @@ static int cmd_simple(const struct opts *o, const char *name, const char *comman
         return usage_error(err, errlen, "%s needs one HOST:PORT", name);
     }
     const char *req[] = {command, want_args ? o->args[0] : NULL};
-    struct rd_resp_reply *r;
-    int rc = call(o, req, (size_t)want_args + 1, &r, err, errlen);
-    if (rc < 0) return rc;
-    if (!is_text(r)) return unexpected(r, err, errlen);
-    printf("%s\n", r->str);
-    rd_resp_reply_free(r);
-    return flushed(err, errlen);
+    return call_print(o, req, (size_t)want_args + 1, err, errlen);
 }
 
 /* ============================================================ keys */
@@ -665,14 +673,9 @@ static int keys_change(const struct opts *o, const char *sub, char *err, size_t 
         arg = line;
     }
     const char *req[] = {"KEYRING", sub, arg};
-    struct rd_resp_reply *r;
-    int rc = call(o, req, 3, &r, err, errlen);
-    memset(line, 0, sizeof line);
-    if (rc < 0) return rc;
-    if (!is_text(r)) return unexpected(r, err, errlen);
-    printf("%s\n", r->str);
-    rd_resp_reply_free(r);
-    return flushed(err, errlen);
+    int rc = call_print(o, req, 3, err, errlen);
+    sodium_memzero(line, sizeof line);
+    return rc;
 }
 
 static int cmd_keys(const struct opts *o, char *err, size_t errlen)
