@@ -660,6 +660,9 @@ static void close_walk(uv_handle_t *h, void *arg)
 
 int rd_agent_run(const struct rd_agent_config *config)
 {
+    /* A reload request never stops the agent: ignored until on_sighup is in place, and
+     * again once the loop closed it (libuv then restores the default, which kills). */
+    signal(SIGHUP, SIG_IGN);
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->cfg = *config;
@@ -762,6 +765,7 @@ out:
     if (a->query) rd_query_close(a->query);
     rd_sync_close(a->sync);
     uv_walk(a->loop, close_walk, a);
+    signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     uv_run(a->loop, UV_RUN_DEFAULT);
     uv_loop_close(a->loop);
     rd_swim_delete(a->swim);

@@ -5,6 +5,7 @@
  * It is the one place where RD_E* codes become exit statuses: 0 done, 2 a bad command
  * line, 1 anything else (the agent could not start, could not be reached, or said no).
  */
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "agent") == 0) {
+        signal(SIGHUP, SIG_IGN); /* a reload request, even while the agent starts */
         struct rd_agent_config cfg;
         char err[512];
         int rc = rd_config_parse(&cfg, argc - 1, argv + 1, err, sizeof err);

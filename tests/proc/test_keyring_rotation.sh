@@ -168,6 +168,18 @@ expect "(d) ... and list says gossip is in the clear" "$rc $out" "0 ringd: no ke
 kill -HUP "$(pid_of k0)"; sleep 0.3
 expect "(d) ... and SIGHUP has nothing to reload, and does not stop it" \
   "$(kill -0 "$(pid_of k0)" 2>&1 && echo running) $(grep -c 'msg="keyring: nothing to reload"' "$DIR/k0.log")" "running 1"
+# SIGHUP while an agent is still starting: here it waits to read a keyring that is a FIFO
+mkfifo "$DIR/fifo.keys"
+"$RINGD" agent --name h1 --bind "127.0.0.1:$((PORT0 + 6))" --socket "$DIR/h1.sock" \
+  --keyring-file "$DIR/fifo.keys" 2>"$DIR/h1.log" &
+hpid=$!
+sleep 0.5
+kill -HUP "$hpid"
+sleep 0.2
+timeout 5 sh -c "echo x >'$DIR/fifo.keys'"
+wait "$hpid"; rc=$?
+expect "(d) SIGHUP during start-up does not kill it: it goes on to refuse the FIFO (exit 2)" \
+  "$rc $(grep -c 'not a regular file' "$DIR/h1.log")" "2 1"
 for n in k1 k2 k3 k4; do kill -HUP "$(pid_of "$n")"; done
 sleep 1
 if agreed 4 k1 k2 k3 k4; then ok "(d) after every SIGHUP, all four run and agree"; else fail "(d) the cluster does not agree after SIGHUPs"; fi
