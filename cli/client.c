@@ -68,7 +68,8 @@ static void client_usage(void)
            "  --socket PATH            the agent's query socket (default: $RINGD_SOCKET,\n"
            "                           else %s); accepted anywhere in the arguments\n"
            "  --json                   JSON output: members prints an array of objects,\n"
-           "                           owner an object {key, owners}, watch one object per line\n"
+           "                           owner an object {key, owners}, watch one object per line,\n"
+           "                           keys list an array of {fingerprint, primary}\n"
            "  -h, --help               this help\n\n"
            "Exit status: 0 success, 1 the agent is unreachable or refused, 2 bad usage.\n",
            RD_DEFAULT_SOCKET);
