@@ -12,7 +12,8 @@
 #   (d) SIGHUP: a key added to a file by hand is picked up (KEYRING LIST shows it); an
 #       invalid file leaves the old ring in force and the agent running; a file edited by
 #       hand and not reloaded is not overwritten by a KEYRING change; a change whose file
-#       cannot be written is not made; an agent without a keyring says so;
+#       cannot be written is not made; an agent without a keyring says so; a SIGHUP while
+#       an agent still starts does not kill it;
 #   (e) a client running as nobody lists the keys but gets -NOPERM for INSTALL, USE and
 #       REMOVE, and its connection answers on (needs root, as the CI has).
 # About 40 s (a minute or two with the sanitizers).
