@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pwd.h>
+#include <sodium.h>
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -709,15 +710,16 @@ static void cmd_keyring_change(struct qconn *c, const struct rd_resp_request *r)
     const struct rd_resp_arg *a = &r->argv[2];
     if (a->len > RD_QUERY_KEY_ARG_MAX || memchr(a->ptr, '\0', a->len)) {
         reply_error(c, op == RD_QUERY_KEY_INSTALL ? "ERR not a key: expected 44 base64 characters"
-                                                  : "ERR not a key fingerprint");
+                                                  : "ERR not a key fingerprint: expected 1 to "
+                                                    "16 hex digits");
         return;
     }
-    char arg[RD_QUERY_KEY_ARG_MAX + 1], fp[RD_KEY_FINGERPRINT_LEN + 1], why[256];
+    char arg[RD_QUERY_KEY_ARG_MAX + 1], fp[RD_KEY_FINGERPRINT_LEN + 1], why[1024];
     memcpy(arg, a->ptr, a->len);
     arg[a->len] = '\0';
     struct rd_query_peer peer = {.uid = c->uid, .gid = c->gid, .pid = c->pid};
     int rc = c->q->host.keyring_change(c->q->host.ctx, op, arg, &peer, fp, why, sizeof why);
-    memset(arg, 0, sizeof arg); /* it may have been a key */
+    sodium_memzero(arg, sizeof arg); /* it may have been a key */
     if (rc < 0) {
         char text[sizeof why + 8];
         snprintf(text, sizeof text, "ERR %s", why);

@@ -825,8 +825,9 @@ static void test_query_keyring_commands(void **state)
     static const char with_nul[] = "*3\r\n$7\r\nKEYRING\r\n$3\r\nUSE\r\n$3\r\na\0b\r\n";
     assert_int_equal(send(fd, with_nul, sizeof with_nul - 1, 0), (ssize_t)sizeof with_nul - 1);
     struct got g = {.len = 0};
-    hear(f, fd, &g, strlen("-ERR not a key fingerprint\r\n"));
-    assert_string_equal(g.buf, "-ERR not a key fingerprint\r\n");
+    const char *want = "-ERR not a key fingerprint: expected 1 to 16 hex digits\r\n";
+    hear(f, fd, &g, strlen(want));
+    assert_string_equal(g.buf, want);
     expect_reply(f, fd, "KEYRING\r\n", "-ERR wrong number of arguments for 'keyring'\r\n");
     expect_reply(f, fd, "KEYRING LIST x\r\n",
                  "-ERR wrong number of arguments for 'keyring list'\r\n");
