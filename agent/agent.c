@@ -14,11 +14,16 @@
  * a few members still settles its ring within a few hundred ms.
  * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
  * calls back here after it changed the core, so the agent flushes.
+ * The keyring lives in cfg.keyring, and sync.c holds a pointer to it: a KEYRING command or
+ * a SIGHUP replaces it in place, between two callbacks, so the very next datagram or sync
+ * frame, either way, is sealed and opened with the new keys (nothing keeps a key across
+ * callbacks: a sync frame is sealed whole when it is queued and opened whole on arrival).
  */
 #include "agent.h"
 
 #include <inttypes.h>
 #include <malloc.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -53,7 +58,7 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
-    uv_signal_t sigterm, sigint;
+    uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
     struct rd_ring *ring;
     uint64_t ring_version;
@@ -383,6 +388,139 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
     flush(a);
 }
 
+/* ---------------------------------------------------------------- keyring changes */
+
+/* The fingerprints of kr, primary first, separated by commas, into out. */
+static const char *fingerprints(const struct rd_keyring *kr, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < kr->nkeys && n < cap; i++) {
+        char fp[RD_KEY_FINGERPRINT_LEN + 1];
+        rd_keyring_fingerprint(kr->keys[i], fp);
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "," : "", fp);
+    }
+    return out;
+}
+
+/* Keys of a that b lacks. */
+static size_t keys_missing(const struct rd_keyring *a, const struct rd_keyring *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->nkeys; i++) {
+        bool found = false;
+        for (size_t j = 0; j < b->nkeys && !found; j++)
+            found = sodium_memcmp(a->keys[i], b->keys[j], RD_ENVELOPE_KEY_LEN) == 0;
+        n += !found;
+    }
+    return n;
+}
+
+/* SIGHUP's part for --keyring-file: the file's keys replace the ring in force if it loads;
+ * if not, the ring in force stays and the reason is logged. */
+static void reload_keyring(struct rd_agent *a)
+{
+    const char *path = a->cfg.keyring_path;
+    struct rd_keyring *kr = &a->cfg.keyring;
+    char err[512], list[RD_KEYRING_MAX * (RD_KEY_FINGERPRINT_LEN + 1) + 1];
+    char fp[RD_KEY_FINGERPRINT_LEN + 1];
+    if (!path[0]) {
+        rd_logf(RD_LOG_INFO, "keyring: nothing to reload",
+                RD_FSTR("reason", "no --keyring-file: gossip in the clear"));
+        return;
+    }
+    struct rd_keyring next;
+    if (rd_keyring_load(&next, path, err, sizeof err) < 0) {
+        rd_keyring_fingerprint(kr->keys[0], fp);
+        rd_logf(RD_LOG_ERROR, "keyring reload failed: the keys in force stay",
+                RD_FSTR("file", path), RD_FSTR("error", err), RD_FUINT("keys", kr->nkeys),
+                RD_FSTR("primary_key", fp));
+        return;
+    }
+    size_t added = keys_missing(&next, kr), removed = keys_missing(kr, &next);
+    *kr = next;
+    sodium_memzero(&next, sizeof next);
+    rd_keyring_fingerprint(kr->keys[0], fp);
+    rd_logf(RD_LOG_INFO, "keyring reloaded", RD_FSTR("file", path), RD_FUINT("keys", kr->nkeys),
+            RD_FSTR("primary_key", fp), RD_FUINT("added", added), RD_FUINT("removed", removed),
+            RD_FSTR("fingerprints", fingerprints(kr, list, sizeof list)));
+}
+
+/*
+ * A KEYRING change from the query socket. It is made on a copy, the copy is written to the
+ * file, and only then does it replace the ring in force: a change that cannot be written
+ * is not made, so the file and the agent never disagree. A file that no longer holds the
+ * keys in force (edited by hand and not reloaded yet) is not overwritten: the client is
+ * told to send SIGHUP first, so nobody's edit is lost silently.
+ */
+static int host_keyring_change(void *ctx, enum rd_query_key_op op, const char *arg,
+                               const struct rd_query_peer *peer,
+                               char fp[RD_KEY_FINGERPRINT_LEN + 1], char *err, size_t errlen)
+{
+    struct rd_agent *a = ctx;
+    const char *path = a->cfg.keyring_path;
+    if (!path[0]) {
+        snprintf(err, errlen,
+                 "this agent gossips in the clear and has no keyring to change: start it with "
+                 "--keyring-file PATH (a mode 0600 file holding a key from `ringd keygen`)");
+        return RD_EREFUSED;
+    }
+    struct rd_keyring next;
+    char why[512];
+    if (rd_keyring_load(&next, path, why, sizeof why) < 0) {
+        snprintf(err, errlen, "keyring file not changed, it does not load: %s", why);
+        return RD_EIO;
+    }
+    bool same = rd_keyring_equal(&next, &a->cfg.keyring);
+    next = a->cfg.keyring;
+    int rc = RD_EREFUSED;
+    if (!same)
+        snprintf(err, errlen,
+                 "%s no longer holds the keys in force (edited by hand?): send the agent SIGHUP "
+                 "to load it, then retry",
+                 path);
+    else if (op == RD_QUERY_KEY_INSTALL)
+        rc = rd_keyring_install(&next, arg, fp, err, errlen);
+    else if (op == RD_QUERY_KEY_USE)
+        rc = rd_keyring_use(&next, arg, fp, err, errlen);
+    else
+        rc = rd_keyring_remove(&next, arg, fp, err, errlen);
+    if (rc == 0 && !rd_keyring_equal(&next, &a->cfg.keyring)) {
+        rc = rd_keyring_save(&next, path, why, sizeof why);
+        if (rc < 0)
+            snprintf(err, errlen, "%s", why);
+        else if (why[0])
+            rd_logf(RD_LOG_WARN, "keyring file", RD_FSTR("warning", why));
+    }
+    if (rc == 0 && !rd_keyring_equal(&next, &a->cfg.keyring)) {
+        char was[RD_KEY_FINGERPRINT_LEN + 1], primary[RD_KEY_FINGERPRINT_LEN + 1];
+        rd_keyring_fingerprint(a->cfg.keyring.keys[0], was);
+        rd_keyring_fingerprint(next.keys[0], primary);
+        static const char *const msgs[] = {"keyring key installed", "keyring primary key changed",
+                                           "keyring key removed"};
+        a->cfg.keyring = next;
+        struct rd_log_field f[] = {
+            RD_FSTR("key", fp),
+            RD_FUINT("keys", next.nkeys),
+            RD_FSTR("primary_key", primary),
+            RD_FUINT("by_uid", peer->uid),
+            RD_FUINT("by_pid", peer->pid),
+            RD_FSTR("was_primary", was), /* last: only a new primary has one */
+        };
+        rd_log(RD_LOG_INFO, msgs[op], f, sizeof f / sizeof f[0] - (op == RD_QUERY_KEY_USE ? 0 : 1));
+    }
+    sodium_memzero(&next, sizeof next);
+    return rc;
+}
+
+static size_t host_keyring_list(void *ctx, char fps[RD_KEYRING_MAX][RD_KEY_FINGERPRINT_LEN + 1])
+{
+    struct rd_agent *a = ctx;
+    for (size_t i = 0; i < a->cfg.keyring.nkeys; i++)
+        rd_keyring_fingerprint(a->cfg.keyring.keys[i], fps[i]);
+    return a->cfg.keyring.nkeys;
+}
+
 /* ---------------------------------------------------------------- leave and signals */
 
 static void agent_leave(struct rd_agent *a)
@@ -396,6 +534,20 @@ static void agent_leave(struct rd_agent *a)
     rd_swim_leave(a->swim, now_ms());
     uv_timer_start(&a->leave_timer, on_leave_timeout, RD_LEAVE_TIMEOUT_MS, 0);
     flush(a);
+}
+
+/*
+ * SIGHUP re-reads what may change while the agent runs, one part after the other; each
+ * part logs its own outcome and keeps what is in force when its source is bad, so SIGHUP
+ * never stops the agent. Today the one part is the keyring file; the rest of the
+ * configuration would be further rows.
+ */
+static void (*const reloaders[])(struct rd_agent *a) = {reload_keyring};
+
+static void on_sighup(uv_signal_t *s, int signum)
+{
+    for (size_t i = 0; i < sizeof reloaders / sizeof reloaders[0]; i++)
+        reloaders[i](s->data);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -446,7 +598,9 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .syncs_dropped = rd_sync_dropped(a->sync),
         .verify_incoming = a->cfg.keyring.nkeys && a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
         .verify_outgoing = a->cfg.keyring.nkeys && a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF,
+        .keyring_keys = a->cfg.keyring.nkeys,
     };
+    if (a->cfg.keyring.nkeys) rd_keyring_fingerprint(a->cfg.keyring.keys[0], out->keyring_primary);
 }
 
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
@@ -527,6 +681,9 @@ static void close_walk(uv_handle_t *h, void *arg)
 
 int rd_agent_run(const struct rd_agent_config *config)
 {
+    /* A reload request never stops the agent: ignored until on_sighup is in place, and
+     * again once the loop closed it (libuv then restores the default, which kills). */
+    signal(SIGHUP, SIG_IGN);
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->cfg = *config;
@@ -572,6 +729,8 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .status = host_status,
                                  .join = host_join,
                                  .leave = host_leave,
+                                 .keyring_list = host_keyring_list,
+                                 .keyring_change = host_keyring_change,
                                  .join_default_port = RD_DEFAULT_PORT};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
                         &a->query, err, sizeof err);
@@ -587,9 +746,11 @@ int rd_agent_run(const struct rd_agent_config *config)
     uv_unref((uv_handle_t *)&a->trim_timer); /* housekeeping never keeps the loop alive */
     uv_signal_init(a->loop, &a->sigterm);
     uv_signal_init(a->loop, &a->sigint);
-    a->sigterm.data = a->sigint.data = a;
+    uv_signal_init(a->loop, &a->sighup);
+    a->sigterm.data = a->sigint.data = a->sighup.data = a;
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);
+    uv_signal_start(&a->sighup, on_sighup, SIGHUP);
     signal(SIGPIPE, SIG_IGN);
 
     char addr[RD_ADDR_STRLEN], bind[RD_ADDR_STRLEN];
@@ -634,6 +795,7 @@ out:
     if (a->query) rd_query_close(a->query);
     rd_sync_close(a->sync);
     uv_walk(a->loop, close_walk, a);
+    signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     uv_run(a->loop, UV_RUN_DEFAULT);
     uv_loop_close(a->loop);
     rd_swim_delete(a->swim);

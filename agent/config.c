@@ -299,7 +299,8 @@ static const struct option_def options[] = {
      "seed of the random generator"},
     {"keyring-file", "PATH", OPT_ONE, AT(keyring_path), NULL, "none: gossip in the clear", set_path,
      "gossip keys, one base64 key per line (ringd keygen), the first\n"
-     "seals; mode 0600 or stricter"},
+     "seals; mode 0600 or stricter; re-read on SIGHUP, rewritten by\n"
+     "ringd keys install|use|remove"},
     {"cluster", "NAME", OPT_ONE, AT(cluster), NULL, "none", set_zone,
      "cluster label sealed into every packet: other clusters never merge"},
     {"insecure-gossip", "", OPT_FLAG, AT(insecure_gossip), NULL, NULL, set_bool,

@@ -1,18 +1,27 @@
 /*
- * keyring.c — loading the gossip keys (see keyring.h).
+ * keyring.c — loading, changing and saving the gossip keys (see keyring.h).
  *
  * The file is checked before it is read (fstat of the open file, so what is checked is
  * what is read), then parsed line by line with libsodium's base64 decoder; nothing of a
- * key goes into an error message, only the line number.
+ * key goes into an error message, only the line number or the key's fingerprint.
+ *
+ * The changes work on the caller's ring and leave it as it was when they fail, so the
+ * caller can try a change on a copy. Saving writes a whole new file beside the old one
+ * and renames it over it: rename(2) within one directory is atomic, and the fsyncs before
+ * and after it make the new file's bytes and its name durable in that order. Buffers that
+ * held key text are wiped (sodium_memzero) before they are released.
  */
 #include "keyring.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +46,16 @@ static int load_fail(struct rd_keyring *kr, FILE *f, char *err, size_t errlen, c
     return RD_EINVAL;
 }
 
+/* True if `text` (blanks already trimmed) is one base64 key; its bytes then go to key. */
+static bool decode_key(const char *text, uint8_t key[RD_ENVELOPE_KEY_LEN])
+{
+    size_t got;
+    const char *end;
+    return sodium_base642bin(key, RD_ENVELOPE_KEY_LEN, text, strlen(text), NULL, &got, &end,
+                             sodium_base64_VARIANT_ORIGINAL) == 0 &&
+           !*end && got == RD_ENVELOPE_KEY_LEN;
+}
+
 /* One line without its '\n', blanks around it trimmed: a key, or nothing to do. */
 static int parse_line(struct rd_keyring *kr, char *line, const char *path, int lineno, FILE *f,
                       char *err, size_t errlen)
@@ -47,11 +66,7 @@ static int parse_line(struct rd_keyring *kr, char *line, const char *path, int l
     line += strspn(line, " \t");
     if (!*line || *line == '#') return 0;
     uint8_t key[RD_ENVELOPE_KEY_LEN];
-    size_t got;
-    const char *end;
-    if (sodium_base642bin(key, sizeof key, line, strlen(line), NULL, &got, &end,
-                          sodium_base64_VARIANT_ORIGINAL) != 0 ||
-        *end || got != sizeof key)
+    if (!decode_key(line, key))
         return load_fail(kr, f, err, errlen, "--keyring-file %s:%d: not a base64 key of %d bytes",
                          path, lineno, RD_ENVELOPE_KEY_LEN);
     for (size_t i = 0; i < kr->nkeys; i++)
@@ -119,4 +134,233 @@ void rd_keyring_generate(char out[RD_KEY_BASE64_LEN + 1])
     randombytes_buf(key, sizeof key);
     sodium_bin2base64(out, RD_KEY_BASE64_LEN + 1, key, sizeof key, sodium_base64_VARIANT_ORIGINAL);
     sodium_memzero(key, sizeof key);
+}
+
+int rd_keyring_parse_key(const char *text, uint8_t key[RD_ENVELOPE_KEY_LEN], char *err,
+                         size_t errlen)
+{
+    char buf[RD_KEY_BASE64_LEN + 1];
+    text += strspn(text, " \t\r\n");
+    size_t n = strlen(text);
+    while (n && strchr(" \t\r\n", text[n - 1]))
+        n--;
+    bool ok = n == RD_KEY_BASE64_LEN;
+    if (ok) {
+        memcpy(buf, text, n);
+        buf[n] = '\0';
+        ok = decode_key(buf, key);
+        sodium_memzero(buf, sizeof buf);
+    }
+    if (ok) return 0;
+    sodium_memzero(key, RD_ENVELOPE_KEY_LEN);
+    snprintf(err, errlen, "not a base64 key of %d bytes (%d characters, as `ringd keygen` prints)",
+             RD_ENVELOPE_KEY_LEN, RD_KEY_BASE64_LEN);
+    return RD_EINVAL;
+}
+
+int rd_keyring_find(const struct rd_keyring *kr, const char *prefix, size_t *index, char *err,
+                    size_t errlen)
+{
+    size_t n = strlen(prefix);
+    if (n == 0 || n > RD_KEY_FINGERPRINT_LEN || strspn(prefix, "0123456789abcdefABCDEF") != n) {
+        snprintf(err, errlen, "not a key fingerprint: expected 1 to %d hex digits",
+                 RD_KEY_FINGERPRINT_LEN);
+        return RD_EINVAL;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < kr->nkeys; i++) {
+        char fp[RD_KEY_FINGERPRINT_LEN + 1];
+        rd_keyring_fingerprint(kr->keys[i], fp);
+        if (strncasecmp(fp, prefix, n) == 0) {
+            if (found++ == 0) *index = i;
+        }
+    }
+    if (found == 1) return 0;
+    if (found == 0) {
+        snprintf(err, errlen, "no key with fingerprint %s in the keyring", prefix);
+        return RD_ENOENT;
+    }
+    snprintf(err, errlen, "fingerprint %s is ambiguous: %zu keys start with it; give more digits",
+             prefix, found);
+    return RD_EINVAL;
+}
+
+int rd_keyring_install(struct rd_keyring *kr, const char *base64,
+                       char fp[RD_KEY_FINGERPRINT_LEN + 1], char *err, size_t errlen)
+{
+    uint8_t key[RD_ENVELOPE_KEY_LEN];
+    int rc = rd_keyring_parse_key(base64, key, err, errlen);
+    if (rc < 0) return rc;
+    char name[RD_KEY_FINGERPRINT_LEN + 1];
+    rd_keyring_fingerprint(key, name);
+    for (size_t i = 0; i < kr->nkeys && rc == 0; i++)
+        if (sodium_memcmp(kr->keys[i], key, sizeof key) == 0) {
+            snprintf(err, errlen, "key %s is already in the keyring", name);
+            rc = RD_EEXIST;
+        }
+    if (rc == 0 && kr->nkeys == RD_KEYRING_MAX) {
+        snprintf(err, errlen, "the keyring is full (%d keys): remove one first", RD_KEYRING_MAX);
+        rc = RD_E2BIG;
+    }
+    if (rc == 0) {
+        memcpy(kr->keys[kr->nkeys++], key, sizeof key);
+        if (fp) memcpy(fp, name, sizeof name);
+    }
+    sodium_memzero(key, sizeof key);
+    return rc;
+}
+
+int rd_keyring_use(struct rd_keyring *kr, const char *fingerprint,
+                   char fp[RD_KEY_FINGERPRINT_LEN + 1], char *err, size_t errlen)
+{
+    size_t i;
+    int rc = rd_keyring_find(kr, fingerprint, &i, err, errlen);
+    if (rc < 0) return rc;
+    if (i > 0) {
+        uint8_t key[RD_ENVELOPE_KEY_LEN];
+        memcpy(key, kr->keys[i], sizeof key);
+        memmove(kr->keys[1], kr->keys[0], i * sizeof kr->keys[0]);
+        memcpy(kr->keys[0], key, sizeof key);
+        sodium_memzero(key, sizeof key);
+    }
+    if (fp) rd_keyring_fingerprint(kr->keys[0], fp);
+    return 0;
+}
+
+int rd_keyring_remove(struct rd_keyring *kr, const char *fingerprint,
+                      char fp[RD_KEY_FINGERPRINT_LEN + 1], char *err, size_t errlen)
+{
+    size_t i;
+    int rc = rd_keyring_find(kr, fingerprint, &i, err, errlen);
+    if (rc < 0) return rc;
+    char name[RD_KEY_FINGERPRINT_LEN + 1];
+    rd_keyring_fingerprint(kr->keys[i], name);
+    if (i == 0) {
+        snprintf(err, errlen,
+                 "key %s is the primary, which seals what this agent sends: make another key "
+                 "the primary first",
+                 name);
+        return RD_EREFUSED;
+    }
+    memmove(kr->keys[i], kr->keys[i + 1], (kr->nkeys - i - 1) * sizeof kr->keys[0]);
+    sodium_memzero(kr->keys[--kr->nkeys], sizeof kr->keys[0]);
+    if (fp) memcpy(fp, name, sizeof name);
+    return 0;
+}
+
+bool rd_keyring_equal(const struct rd_keyring *a, const struct rd_keyring *b)
+{
+    if (a->nkeys != b->nkeys) return false;
+    for (size_t i = 0; i < a->nkeys; i++)
+        if (sodium_memcmp(a->keys[i], b->keys[i], RD_ENVELOPE_KEY_LEN) != 0) return false;
+    return true;
+}
+
+/* The file's text for kr into out (RD_KEYRING_TEXT_MAX bytes); its length. */
+#define RD_KEYRING_TEXT_MAX                                                                        \
+    (128 + RD_KEYRING_MAX * (RD_KEY_BASE64_LEN + RD_KEY_FINGERPRINT_LEN + 32))
+
+static size_t keyring_text(const struct rd_keyring *kr, char *out)
+{
+    size_t n = (size_t)snprintf(out, RD_KEYRING_TEXT_MAX,
+                                "# ringd gossip keys, one per line, the first seals (written by "
+                                "the agent; comments are not kept)\n");
+    for (size_t i = 0; i < kr->nkeys; i++) {
+        char fp[RD_KEY_FINGERPRINT_LEN + 1];
+        rd_keyring_fingerprint(kr->keys[i], fp);
+        n += (size_t)snprintf(out + n, RD_KEYRING_TEXT_MAX - n, "# %s%s\n", fp,
+                              i == 0 ? " primary" : "");
+        sodium_bin2base64(out + n, RD_KEY_BASE64_LEN + 1, kr->keys[i], RD_ENVELOPE_KEY_LEN,
+                          sodium_base64_VARIANT_ORIGINAL);
+        n += RD_KEY_BASE64_LEN;
+        out[n++] = '\n';
+    }
+    return n;
+}
+
+/* Writes all of buf[0..len) to fd; 0 or -1 with errno set. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* fsyncs the directory holding `file`; 0 or -1 with errno set. */
+static int sync_dir(const char *file)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir ? 1 : 0] = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+/* Fails a save after PATH.tmp was created: removes it, one line in err, RD_EIO. */
+static int save_fail(const char *tmp, int fd, const char *step, char *err, size_t errlen)
+{
+    int e = errno;
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    snprintf(err, errlen, "cannot save the keyring: %s %s: %s", step, tmp, strerror(e));
+    return RD_EIO;
+}
+
+int rd_keyring_save(const struct rd_keyring *kr, const char *path, char *err, size_t errlen)
+{
+    if (kr->nkeys == 0) {
+        snprintf(err, errlen, "cannot save the keyring: it has no key");
+        return RD_EINVAL;
+    }
+    char real[PATH_MAX], tmp[PATH_MAX];
+    const char *target = realpath(path, real) ? real : path; /* the file a link points to */
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", target) >= sizeof tmp) {
+        snprintf(err, errlen, "cannot save the keyring: path too long: %s", path);
+        return RD_EINVAL;
+    }
+    /* A PATH.tmp left by a crash is removed; a fresh one is ours, mode 0600 whatever the
+     * umask, and O_EXCL|O_NOFOLLOW make sure it is the file we just created. */
+    if (unlink(tmp) < 0 && errno != ENOENT) return save_fail(tmp, -1, "remove stale", err, errlen);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot save the keyring: create %s: %s", tmp, strerror(e));
+        return RD_EIO;
+    }
+    if (fchmod(fd, 0600) < 0) return save_fail(tmp, fd, "chmod", err, errlen);
+    char text[RD_KEYRING_TEXT_MAX];
+    size_t len = keyring_text(kr, text);
+    int rc = write_all(fd, text, len);
+    sodium_memzero(text, sizeof text);
+    if (rc < 0) return save_fail(tmp, fd, "write", err, errlen);
+    if (fsync(fd) < 0) return save_fail(tmp, fd, "fsync", err, errlen);
+    if (close(fd) < 0) return save_fail(tmp, -1, "close", err, errlen);
+    if (rename(tmp, target) < 0) {
+        int e = errno;
+        unlink(tmp);
+        snprintf(err, errlen, "cannot save the keyring: rename %s to %s: %s", tmp, target,
+                 strerror(e));
+        return RD_EIO;
+    }
+    /* The new file is in place: a failure from here on is only a warning, since a crash
+     * can then at worst bring back the old file, whole. */
+    err[0] = '\0';
+    if (sync_dir(target) < 0)
+        snprintf(err, errlen, "keyring saved, but its directory could not be synced: %s",
+                 strerror(errno));
+    return 0;
 }

@@ -41,8 +41,9 @@
  *
  * Trust: each connection keeps the credentials the kernel recorded at connect
  * (SO_PEERCRED) and, decided once at accept, whether they may change the agent. Each row
- * of `commands` says whether it changes anything; dispatch refuses those with -NOPERM
- * (Redis's prefix) for everyone else, and the connection stays usable.
+ * of `commands` says whether it changes anything, and so does each row of a command's own
+ * table of subcommands (KEYRING LIST reads, KEYRING INSTALL changes); run_row refuses
+ * those with -NOPERM (Redis's prefix) for everyone else, and the connection stays usable.
  *
  * Descriptors: the connection cap is lowered to the descriptor limit less a reserve, so
  * idle clients cannot take the descriptors gossip and sync need; a client over the cap is
@@ -52,6 +53,7 @@
  */
 #include "query.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -60,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pwd.h>
+#include <sodium.h>
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -95,6 +98,8 @@
 
 /** Longest command name echoed back in "unknown command" errors. */
 #define RD_QUERY_ECHO_MAX 64
+/** Longest argument of KEYRING INSTALL, USE or REMOVE (a key is 44 characters). */
+#define RD_QUERY_KEY_ARG_MAX 128
 /** Mode of the socket's directories that we create: the group may reach the socket. */
 #define RD_QUERY_DIR_MODE 0750
 /** Buffer for one group or user record (getgrnam_r), grown on ERANGE up to this. */
@@ -523,6 +528,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
         "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
         "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\nmembers_weight_capped:%zu\r\n"
+        "keyring_keys:%zu\r\nkeyring_primary:%s\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
@@ -539,7 +545,8 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         st.verify_incoming ? "on" : "off", st.verify_outgoing ? "on" : "off",
         ss->incarnations_refused, ss->members_refused_full, ss->replies_trimmed,
         ss->ping_reqs_refused, ss->namesakes_ignored, rd_ring_scaled(ring, NULL, NULL),
-        st.members_weight_capped, q->nconns, q->max_conns, q->nwatchers, q->rejected, q->cut_off);
+        st.members_weight_capped, st.keyring_keys, st.keyring_primary, q->nconns, q->max_conns,
+        q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }
@@ -653,24 +660,112 @@ struct command {
     bool changes; /* changes the agent: only for rd_query_may_change() peers */
 };
 
+/*
+ * Runs the row of table[0..n) that r->argv[word] names, or refuses it with -NOPERM when
+ * it changes the agent and the client may not: the one place where rows are checked, for
+ * commands and subcommands alike. False if no row has that name.
+ */
+static bool run_row(struct qconn *c, const struct rd_resp_request *r, size_t word,
+                    const struct command *table, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!arg_is(&r->argv[word], table[i].name)) continue;
+        if (table[i].changes && !c->may_change)
+            reply_error(c, c->q->noperm);
+        else
+            table[i].run(c, r);
+        return true;
+    }
+    return false;
+}
+
+/* KEYRING LIST: one [fingerprint, role] pair per key, primary first. */
+static void cmd_keyring_list(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 2) {
+        reply_wrong_arity(c, "keyring list");
+        return;
+    }
+    char fps[RD_KEYRING_MAX][RD_KEY_FINGERPRINT_LEN + 1];
+    size_t n = c->q->host.keyring_list(c->q->host.ctx, fps);
+    conn_rc(c, rd_resp_write_array(&c->pend, n));
+    for (size_t i = 0; i < n; i++) {
+        conn_rc(c, rd_resp_write_array(&c->pend, 2));
+        reply_cstr(c, fps[i]);
+        reply_cstr(c, i == 0 ? "primary" : "installed");
+    }
+}
+
+/* KEYRING INSTALL key | USE fingerprint | REMOVE fingerprint: the key's fingerprint back. */
+static void cmd_keyring_change(struct qconn *c, const struct rd_resp_request *r)
+{
+    static const char *const words[] = {"INSTALL", "USE", "REMOVE"};
+    enum rd_query_key_op op = RD_QUERY_KEY_INSTALL;
+    while (!arg_is(&r->argv[1], words[op]))
+        op++;
+    if (r->argc != 3) {
+        char name[24];
+        snprintf(name, sizeof name, "keyring %s", words[op]);
+        for (char *p = name; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        reply_wrong_arity(c, name);
+        return;
+    }
+    const struct rd_resp_arg *a = &r->argv[2];
+    if (a->len > RD_QUERY_KEY_ARG_MAX || memchr(a->ptr, '\0', a->len)) {
+        reply_error(c, op == RD_QUERY_KEY_INSTALL ? "ERR not a key: expected 44 base64 characters"
+                                                  : "ERR not a key fingerprint: expected 1 to "
+                                                    "16 hex digits");
+        return;
+    }
+    char arg[RD_QUERY_KEY_ARG_MAX + 1], fp[RD_KEY_FINGERPRINT_LEN + 1], why[1024];
+    memcpy(arg, a->ptr, a->len);
+    arg[a->len] = '\0';
+    struct rd_query_peer peer = {.uid = c->uid, .gid = c->gid, .pid = c->pid};
+    int rc = c->q->host.keyring_change(c->q->host.ctx, op, arg, &peer, fp, why, sizeof why);
+    sodium_memzero(arg, sizeof arg); /* it may have been a key */
+    if (rc < 0) {
+        char text[sizeof why + 8];
+        snprintf(text, sizeof text, "ERR %s", why);
+        reply_error(c, text);
+        return;
+    }
+    reply_cstr(c, fp);
+}
+
+static const struct command keyring_commands[] = {
+    {"LIST", cmd_keyring_list, false},
+    {"INSTALL", cmd_keyring_change, true},
+    {"USE", cmd_keyring_change, true},
+    {"REMOVE", cmd_keyring_change, true},
+};
+
+static void cmd_keyring(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc < 2) {
+        reply_wrong_arity(c, "keyring");
+        return;
+    }
+    if (run_row(c, r, 1, keyring_commands, sizeof keyring_commands / sizeof keyring_commands[0]))
+        return;
+    char text[RD_QUERY_ECHO_MAX + 80];
+    int len = r->argv[1].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[1].len;
+    snprintf(text, sizeof text,
+             "ERR unknown KEYRING subcommand '%.*s': LIST, INSTALL, USE or REMOVE", len,
+             r->argv[1].ptr);
+    reply_error(c, text);
+}
+
 static const struct command commands[] = {
     {"OWNER", cmd_owner, false}, {"MOWNER", cmd_mowner, false},   {"OWNERS", cmd_owners, false},
     {"PING", cmd_ping, false},   {"MEMBERS", cmd_members, false}, {"INFO", cmd_info, false},
     {"WATCH", cmd_watch, false}, {"JOIN", cmd_join, true},        {"LEAVE", cmd_leave, true},
-    {"QUIT", cmd_quit, false},
+    {"QUIT", cmd_quit, false},   {"KEYRING", cmd_keyring, false},
 };
 
 static void dispatch(struct qconn *c, const struct rd_resp_request *r)
 {
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (arg_is(&r->argv[0], commands[i].name)) {
-            if (commands[i].changes && !c->may_change)
-                reply_error(c, c->q->noperm);
-            else
-                commands[i].run(c, r);
-            return;
-        }
-    }
+    if (run_row(c, r, 0, commands, sizeof commands / sizeof commands[0])) return;
     char text[RD_QUERY_ECHO_MAX + 40];
     int len = r->argv[0].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[0].len;
     snprintf(text, sizeof text, "ERR unknown command '%.*s'", len, r->argv[0].ptr);

@@ -20,9 +20,11 @@
 #include <uv.h>
 
 #include "envelope.h"
+#include "keyring.h"
 #include "member.h"
 
 struct rd_query;
+struct rd_query_peer;
 struct rd_ring;
 struct rd_swim;
 
@@ -45,7 +47,12 @@ struct rd_query_status {
     struct rd_envelope_drops syncs_dropped;   /**< sync frames refused by it */
     bool verify_incoming;                     /**< keyed and refusing plain gossip */
     bool verify_outgoing;                     /**< keyed and sealing what it sends */
+    size_t keyring_keys;                      /**< keys in the keyring (0: gossip in the clear) */
+    char keyring_primary[RD_KEY_FINGERPRINT_LEN + 1]; /**< its fingerprint, "" without keys */
 };
+
+/** The keyring changes a client may ask for (KEYRING INSTALL, USE, REMOVE). */
+enum rd_query_key_op { RD_QUERY_KEY_INSTALL, RD_QUERY_KEY_USE, RD_QUERY_KEY_REMOVE };
 
 /**
  * What the server may ask of its host. Every function gets `ctx` back and is called on the
@@ -65,6 +72,16 @@ struct rd_query_host {
     void (*join)(void *ctx, const char *hostport, const struct rd_addr *seed);
     /** LEAVE: starts a graceful leave (called once the client has its +OK). */
     void (*leave)(void *ctx);
+    /** KEYRING LIST: writes the keys' fingerprints, primary first, to fps and returns how
+     *  many there are (0: the agent has no keyring). */
+    size_t (*keyring_list)(void *ctx, char fps[RD_KEYRING_MAX][RD_KEY_FINGERPRINT_LEN + 1]);
+    /** KEYRING INSTALL, USE or REMOVE, asked by an admin `peer`: `arg` is the key in base64
+     *  (INSTALL) or a fingerprint prefix. Applies the change to the keyring in force and to
+     *  its file, or to neither. Returns 0 with the key's full fingerprint in fp, or a
+     *  negative RD_E* with one line in err (the client gets it after "-ERR "). */
+    int (*keyring_change)(void *ctx, enum rd_query_key_op op, const char *arg,
+                          const struct rd_query_peer *peer, char fp[RD_KEY_FINGERPRINT_LEN + 1],
+                          char *err, size_t errlen);
     /** The port JOIN uses for an address given without one (0: a port is required). */
     int join_default_port;
 };

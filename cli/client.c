@@ -1,6 +1,6 @@
 /*
  * client.c — the client subcommands (see client.h): members, owner, info, watch, join,
- * leave.
+ * leave, keys.
  *
  * Each one connects to the agent's query socket, sends one RESP request and prints the
  * reply; watch then keeps printing pushed events. Plain blocking POSIX I/O: a CLI sends
@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,11 +55,21 @@ static void client_usage(void)
            "  watch [--json]           one line per membership or ring change until the\n"
            "                           agent closes the connection or Ctrl-C\n"
            "  join HOST:PORT           join the cluster through HOST:PORT\n"
-           "  leave                    leave the cluster gracefully; the agent then exits\n\n"
+           "  leave                    leave the cluster gracefully; the agent then exits\n"
+           "  keys list [--json]       the gossip keys by fingerprint, primary first:\n"
+           "                           FINGERPRINT primary|installed\n"
+           "  keys install KEY|-       add a key (base64, as keygen prints; - reads it from\n"
+           "                           stdin): it opens from now on; prints its fingerprint\n"
+           "  keys use FINGERPRINT     make an installed key the primary: it seals from now on\n"
+           "  keys remove FINGERPRINT  drop a key that is not the primary\n"
+           "                           (a FINGERPRINT may be any unambiguous prefix; install,\n"
+           "                           use and remove change the keyring file too, and need\n"
+           "                           root, the agent's user or its --admin-group)\n\n"
            "  --socket PATH            the agent's query socket (default: $RINGD_SOCKET,\n"
            "                           else %s); accepted anywhere in the arguments\n"
            "  --json                   JSON output: members prints an array of objects,\n"
-           "                           owner an object {key, owners}, watch one object per line\n"
+           "                           owner an object {key, owners}, watch one object per line,\n"
+           "                           keys list an array of {fingerprint, primary}\n"
            "  -h, --help               this help\n\n"
            "Exit status: 0 success, 1 the agent is unreachable or refused, 2 bad usage.\n",
            RD_DEFAULT_SOCKET);
@@ -589,6 +600,19 @@ static int cmd_info(const struct opts *o, char *err, size_t errlen)
     return flushed(err, errlen);
 }
 
+/* One request whose reply is one line of text (JOIN's OK, a key's fingerprint): prints it. */
+static int call_print(const struct opts *o, const char *const *req, size_t argc, char *err,
+                      size_t errlen)
+{
+    struct rd_resp_reply *r;
+    int rc = call(o, req, argc, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (!is_text(r)) return unexpected(r, err, errlen);
+    printf("%s\n", r->str);
+    rd_resp_reply_free(r);
+    return flushed(err, errlen);
+}
+
 /* JOIN HOST:PORT and LEAVE: one request, "OK" back. `name` is the subcommand. */
 static int cmd_simple(const struct opts *o, const char *name, const char *command, int want_args,
                       char *err, size_t errlen)
@@ -598,13 +622,84 @@ static int cmd_simple(const struct opts *o, const char *name, const char *comman
         return usage_error(err, errlen, "%s needs one HOST:PORT", name);
     }
     const char *req[] = {command, want_args ? o->args[0] : NULL};
+    return call_print(o, req, (size_t)want_args + 1, err, errlen);
+}
+
+/* ============================================================ keys */
+
+/* `keys list`: one line per key, "FINGERPRINT primary|installed", primary first. */
+static int keys_list(const struct opts *o, char *err, size_t errlen)
+{
+    const char *req[] = {"KEYRING", "LIST"};
     struct rd_resp_reply *r;
-    int rc = call(o, req, (size_t)want_args + 1, &r, err, errlen);
+    int rc = call(o, req, 2, &r, err, errlen);
     if (rc < 0) return rc;
-    if (!is_text(r)) return unexpected(r, err, errlen);
-    printf("%s\n", r->str);
+    if (r->type != RD_RESP_ARRAY) return unexpected(r, err, errlen);
+    for (size_t i = 0; i < r->nelem; i++) {
+        const struct rd_resp_reply *k = r->elem[i];
+        if (k->type != RD_RESP_ARRAY || k->nelem != 2 || !is_text(k->elem[0]) ||
+            !is_text(k->elem[1]))
+            return unexpected(r, err, errlen);
+    }
+    if (r->nelem == 0) fprintf(stderr, "ringd: no keyring: this agent gossips in the clear\n");
+    if (o->json) fputc('[', stdout);
+    for (size_t i = 0; i < r->nelem; i++) {
+        const char *fp = r->elem[i]->elem[0]->str, *role = r->elem[i]->elem[1]->str;
+        if (o->json) {
+            fputs(i ? ",{\"fingerprint\":" : "{\"fingerprint\":", stdout);
+            json_cstr(stdout, fp);
+            printf(",\"primary\":%s}", strcmp(role, "primary") == 0 ? "true" : "false");
+        } else {
+            printf("%s %s\n", fp, role);
+        }
+    }
+    if (o->json) fputs("]\n", stdout);
     rd_resp_reply_free(r);
     return flushed(err, errlen);
+}
+
+/* `keys install KEY|-`, `keys use FP`, `keys remove FP`: prints the key's fingerprint. A
+ * key given as "-" is read from the first line of stdin, so it stays out of the process
+ * list and the shell's history. */
+static int keys_change(const struct opts *o, const char *sub, char *err, size_t errlen)
+{
+    char line[256];
+    const char *arg = o->args[1];
+    if (strcmp(sub, "INSTALL") == 0 && strcmp(arg, "-") == 0) {
+        if (!fgets(line, sizeof line, stdin)) {
+            snprintf(err, errlen, "keys install -: no key on stdin");
+            return RD_EINVAL;
+        }
+        line[strcspn(line, "\r\n")] = '\0';
+        arg = line;
+    }
+    const char *req[] = {"KEYRING", sub, arg};
+    int rc = call_print(o, req, 3, err, errlen);
+    sodium_memzero(line, sizeof line);
+    return rc;
+}
+
+static int cmd_keys(const struct opts *o, char *err, size_t errlen)
+{
+    static const char *const subs[][2] = {
+        {"install", "INSTALL"}, {"use", "USE"}, {"remove", "REMOVE"}};
+    if (o->nargs >= 1 && strcmp(o->args[0], "list") == 0) {
+        if (o->nargs > 1)
+            return usage_error(err, errlen, "keys list takes no arguments, got '%s'", o->args[1]);
+        return keys_list(o, err, errlen);
+    }
+    for (size_t i = 0; o->nargs >= 1 && i < sizeof subs / sizeof subs[0]; i++) {
+        if (strcmp(o->args[0], subs[i][0]) != 0) continue;
+        if (o->json) return usage_error(err, errlen, "--json is only for 'keys list'");
+        if (o->nargs != 2)
+            return usage_error(err, errlen, "keys %s needs one %s", subs[i][0],
+                               i == 0 ? "KEY (base64, or - to read it from stdin)"
+                                      : "FINGERPRINT (or a prefix of one)");
+        return keys_change(o, subs[i][1], err, errlen);
+    }
+    return usage_error(err, errlen,
+                       "keys needs list, install KEY, use FINGERPRINT or remove "
+                       "FINGERPRINT");
 }
 
 /* ============================================================ watch */
@@ -737,6 +832,9 @@ static const struct subcommand subcommands[] = {
     {"watch", true, false, "ringd watch [--json] [--socket PATH]"},
     {"join", false, false, "ringd join HOST:PORT [--socket PATH]"},
     {"leave", false, false, "ringd leave [--socket PATH]"},
+    {"keys", true, false,
+     "ringd keys list [--json] | install KEY|- | use FINGERPRINT | remove FINGERPRINT "
+     "[--socket PATH]"},
 };
 
 int rd_client_run(int argc, char **argv, char *err, size_t errlen)
@@ -766,5 +864,6 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (strcmp(sc->name, "info") == 0) return cmd_info(&o, err, errlen);
     if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o, err, errlen);
     if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1, err, errlen);
+    if (strcmp(sc->name, "keys") == 0) return cmd_keys(&o, err, errlen);
     return cmd_simple(&o, "leave", "LEAVE", 0, err, errlen);
 }

@@ -1,5 +1,6 @@
 /*
- * client.h — the client subcommands: ringd members | owner | info | watch | join | leave.
+ * client.h — the client subcommands: ringd members | owner | info | watch | join | leave |
+ * keys.
  *
  * They talk to the local agent over its query socket in RESP, exactly as any application
  * would, so the CLI is also the first user of the public API.

@@ -5,6 +5,7 @@
  * It is the one place where RD_E* codes become exit statuses: 0 done, 2 a bad command
  * line, 1 anything else (the agent could not start, could not be reached, or said no).
  */
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,8 @@ static void usage(FILE *out)
             "  watch      stream membership and ring changes\n"
             "  join ADDR  join a cluster through ADDR\n"
             "  leave      make the agent leave the cluster gracefully and exit\n"
+            "  keys       list, install, use or remove gossip keys at run time\n"
+            "             (ringd keys list | install KEY | use FP | remove FP)\n"
             "  keygen     print a new random gossip key (base64) for --keyring-file\n"
             "  version    print the version\n\n"
             "Client commands take --socket PATH (or RINGD_SOCKET; default %s)\n"
@@ -62,6 +65,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "agent") == 0) {
+        signal(SIGHUP, SIG_IGN); /* a reload request, even while the agent starts */
         struct rd_agent_config cfg;
         char err[512];
         int rc = rd_config_parse(&cfg, argc - 1, argv + 1, err, sizeof err);

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""forger.py — forged gossip datagrams against real agents, for tests/proc/test_forgery.sh.
+"""forger.py — forged gossip datagrams against real agents, for tests/proc/test_forgery.sh
+and test_keyring_rotation.sh.
 
     forger.py MODE ARGS...
 
 It speaks the gossip format of proto/PROTOCOL.md ("Gossip messages") from an address that is
-not a member, the way an attacker on the network could, with no keyring. Every mode prints
-one line of `key=value` fields for the shell to check; pass or fail is decided there.
-Python 3 standard library only; the MessagePack is written and read by hand.
+not a member, the way an attacker on the network could, with no keyring (but `sealed`, which
+holds a key). Every mode prints one line of `key=value` fields for the shell to check; pass
+or fail is decided there. Python 3 standard library only; the MessagePack is written and
+read by hand, and `sealed` calls the system's libsodium through ctypes (proto/PROTOCOL.md,
+"Envelope").
 
 Modes (PORT is an agent's gossip port on 127.0.0.1):
   record PORT NAME MPORT INC STATUS [WEIGHT]
@@ -25,10 +28,18 @@ Modes (PORT is an agent's gossip port on 127.0.0.1):
                       sent and the bytes that came back within 1 s
   pingreq PORT TARGET a PING_REQ asking the agent to probe TARGET at a socket of ours:
                       prints what came back to us and to that socket within 1.5 s
+  sealed PORT KEY LABEL TARGET
+                      a PING for TARGET sealed with KEY (base64) under cluster LABEL ("" for
+                      none), as a key holder would send it: prints the replies that came
+                      back within 1 s and how many of them KEY opens into an ACK of our PING
   owned SOCK NAME NKEYS
                       asks an agent's query socket for the owners of NKEYS keys: prints how
                       many NAME owns
 """
+import base64
+import ctypes
+import ctypes.util
+import os
 import socket
 import struct
 import sys
@@ -224,6 +235,69 @@ def mode_pingreq(port, target):
     out(to_requester=got["requester"], to_target=got["target"])
 
 
+NONCE_LEN, TAG_LEN = 24, 16
+
+
+def sodium():
+    lib = ctypes.CDLL(ctypes.util.find_library("sodium") or "libsodium.so.23")
+    if lib.sodium_init() < 0:
+        raise OSError("libsodium could not start")
+    return lib
+
+
+def envelope_ad(label):
+    return b"RD\x01\x01" + bytes([len(label)]) + label
+
+
+def seal(lib, key, label, plain):
+    nonce = os.urandom(NONCE_LEN)
+    ad = envelope_ad(label)
+    out = ctypes.create_string_buffer(len(plain) + TAG_LEN)
+    n = ctypes.c_ulonglong()
+    lib.crypto_aead_xchacha20poly1305_ietf_encrypt(out, ctypes.byref(n), plain,
+                                                   ctypes.c_ulonglong(len(plain)), ad,
+                                                   ctypes.c_ulonglong(len(ad)), None, nonce, key)
+    return b"RD\x01\x01" + nonce + out.raw[:n.value]
+
+
+def unseal(lib, key, label, data):
+    """The plain packet inside `data`, or None if `key` does not open it."""
+    if len(data) < 4 + NONCE_LEN + TAG_LEN or data[:4] != b"RD\x01\x01":
+        return None
+    nonce, body, ad = data[4:4 + NONCE_LEN], data[4 + NONCE_LEN:], envelope_ad(label)
+    out = ctypes.create_string_buffer(len(body))
+    n = ctypes.c_ulonglong()
+    rc = lib.crypto_aead_xchacha20poly1305_ietf_decrypt(out, ctypes.byref(n), None, body,
+                                                        ctypes.c_ulonglong(len(body)), ad,
+                                                        ctypes.c_ulonglong(len(ad)), nonce, key)
+    return out.raw[:n.value] if rc == 0 else None
+
+
+def mode_sealed(port, key, label, target):
+    lib, key, label = sodium(), base64.b64decode(key, validate=True), label.encode()
+    s = udp()
+    seq = 4242
+    data = seal(lib, key, label, packet(b"x", msgs=[msg(1, seq, target.encode())]))
+    s.sendto(data, (HOST, int(port)))
+    replies = opened = acks = 0
+    s.settimeout(1.0)
+    try:
+        while True:
+            got = s.recvfrom(65536)[0]
+            replies += 1
+            plain = unseal(lib, key, label, got)
+            if plain is None:
+                continue
+            opened += 1
+            dec = decode(plain)
+            if dec and any(t == 2 and q == seq for t, q, _ in dec[1]):
+                acks += 1
+            s.settimeout(0.2)
+    except socket.timeout:
+        pass
+    out(sent=len(data), replies=replies, opened=opened, acks=acks)
+
+
 def resp_read(f):
     line = f.readline()
     kind, rest = line[:1], line[1:-2]
@@ -254,7 +328,8 @@ def mode_owned(path, name, nkeys):
 
 
 MODES = {"record": mode_record, "namesake": mode_namesake, "heavy": mode_heavy,
-         "hijack": mode_hijack, "ping": mode_ping, "pingreq": mode_pingreq, "owned": mode_owned}
+         "hijack": mode_hijack, "ping": mode_ping, "pingreq": mode_pingreq, "owned": mode_owned,
+         "sealed": mode_sealed}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MODES:

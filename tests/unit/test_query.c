@@ -45,6 +45,10 @@ struct fake_agent {
     int joins;
     char joined[64];
     struct rd_addr seed; /* of the last JOIN */
+    int key_changes;     /* KEYRING INSTALL/USE/REMOVE that reached the host */
+    enum rd_query_key_op key_op;
+    char key_arg[160];
+    uid_t key_uid;
 };
 
 static const struct rd_ring *fake_ring(void *ctx)
@@ -78,7 +82,34 @@ static void fake_status(void *ctx, struct rd_query_status *out)
         .packets_dropped = {.nokey = 12, .plain = 13, .sealed = 14, .plain_accepted = 18},
         .syncs_dropped = {.nokey = 15, .plain = 16, .sealed = 17, .plain_accepted = 19},
         .verify_incoming = true,
-        .verify_outgoing = false};
+        .verify_outgoing = false,
+        .keyring_keys = 2,
+        .keyring_primary = "00112233aabbccdd"};
+}
+
+/* Two keys; a change echoes a fingerprint, or fails with the host's words for "bad". */
+static size_t fake_keyring_list(void *ctx, char fps[RD_KEYRING_MAX][RD_KEY_FINGERPRINT_LEN + 1])
+{
+    snprintf(fps[0], RD_KEY_FINGERPRINT_LEN + 1, "00112233aabbccdd");
+    snprintf(fps[1], RD_KEY_FINGERPRINT_LEN + 1, "ffeeddccbbaa9988");
+    return 2;
+}
+
+static int fake_keyring_change(void *ctx, enum rd_query_key_op op, const char *arg,
+                               const struct rd_query_peer *peer,
+                               char fp[RD_KEY_FINGERPRINT_LEN + 1], char *err, size_t errlen)
+{
+    struct fake_agent *a = ctx;
+    a->key_changes++;
+    a->key_op = op;
+    a->key_uid = peer->uid;
+    snprintf(a->key_arg, sizeof a->key_arg, "%s", arg);
+    if (strcmp(arg, "bad") == 0) {
+        snprintf(err, errlen, "no key with fingerprint bad in the keyring");
+        return RD_ENOENT;
+    }
+    snprintf(fp, RD_KEY_FINGERPRINT_LEN + 1, "ffeeddccbbaa9988");
+    return 0;
 }
 
 /* Publishes an event from inside the request, as the real agent's flush() does. */
@@ -141,7 +172,9 @@ static int setup(void **state)
                                      .swim = fake_swim,
                                      .status = fake_status,
                                      .join = fake_join,
-                                     .leave = fake_leave};
+                                     .leave = fake_leave,
+                                     .keyring_list = fake_keyring_list,
+                                     .keyring_change = fake_keyring_change};
     char err[256];
     int rc = rd_query_start(&f->loop, &f->host, f->path, 0600, NULL, &f->agent.q, err, sizeof err);
     if (rc != 0) fail_msg("rd_query_start: %s", err);
@@ -344,7 +377,7 @@ static void test_query_info_formats_every_field_in_order(void **state)
     say(fd, "WATCH\r\nINFO server\r\n");
     hear_until(f, fd, &g, "\r\n\r\n"); /* the text's last CRLF, then the bulk's */
     const struct rd_ring *ring = f->agent.ring;
-    char text[2400], want[2600];
+    char text[2600], want[2800];
     int n =
         snprintf(text, sizeof text,
                  "# ringd\r\nname:m1\r\naddr:127.0.0.1:7946\r\nstatus:alive\r\n"
@@ -365,6 +398,7 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "incarnations_refused:0\r\n"
                  "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
                  "namesakes_ignored:0\r\nring_scaled:0\r\nmembers_weight_capped:18\r\n"
+                 "keyring_keys:2\r\nkeyring_primary:00112233aabbccdd\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
@@ -767,6 +801,72 @@ static void test_query_admin_group_is_resolved_at_start(void **state)
     assert_int_equal(uv_loop_close(&loop2), 0);
 }
 
+/* KEYRING: LIST as [fingerprint, role] pairs, changes answered with the key's fingerprint
+ * or the host's reason, every malformed request refused before the host sees it. */
+static void test_query_keyring_commands(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    expect_reply(f, fd, "KEYRING LIST\r\n",
+                 "*2\r\n*2\r\n$16\r\n00112233aabbccdd\r\n$7\r\nprimary\r\n"
+                 "*2\r\n$16\r\nffeeddccbbaa9988\r\n$9\r\ninstalled\r\n");
+    expect_reply(f, fd, "keyring install AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\r\n",
+                 "$16\r\nffeeddccbbaa9988\r\n");
+    assert_int_equal(f->agent.key_op, RD_QUERY_KEY_INSTALL);
+    assert_string_equal(f->agent.key_arg, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+    assert_int_equal(f->agent.key_uid, geteuid()); /* the peer's credentials reach the host */
+    expect_reply(f, fd, "KEYRING USE ffee\r\n", "$16\r\nffeeddccbbaa9988\r\n");
+    assert_int_equal(f->agent.key_op, RD_QUERY_KEY_USE);
+    assert_string_equal(f->agent.key_arg, "ffee");
+    expect_reply(f, fd, "KEYRING REMOVE bad\r\n",
+                 "-ERR no key with fingerprint bad in the keyring\r\n");
+    assert_int_equal(f->agent.key_op, RD_QUERY_KEY_REMOVE);
+    assert_int_equal(f->agent.key_changes, 3);
+    /* malformed: the host is not asked, the connection answers on */
+    char longarg[300];
+    memset(longarg, 'A', 129);
+    snprintf(longarg + 129, sizeof longarg - 129, "\r\n");
+    char req[400];
+    snprintf(req, sizeof req, "KEYRING INSTALL %s", longarg);
+    expect_reply(f, fd, req, "-ERR not a key: expected 44 base64 characters\r\n");
+    static const char with_nul[] = "*3\r\n$7\r\nKEYRING\r\n$3\r\nUSE\r\n$3\r\na\0b\r\n";
+    assert_int_equal(send(fd, with_nul, sizeof with_nul - 1, 0), (ssize_t)sizeof with_nul - 1);
+    struct got g = {.len = 0};
+    const char *want = "-ERR not a key fingerprint: expected 1 to 16 hex digits\r\n";
+    hear(f, fd, &g, strlen(want));
+    assert_string_equal(g.buf, want);
+    expect_reply(f, fd, "KEYRING\r\n", "-ERR wrong number of arguments for 'keyring'\r\n");
+    expect_reply(f, fd, "KEYRING LIST x\r\n",
+                 "-ERR wrong number of arguments for 'keyring list'\r\n");
+    expect_reply(f, fd, "KEYRING USE\r\n", "-ERR wrong number of arguments for 'keyring use'\r\n");
+    expect_reply(f, fd, "KEYRING REMOVE a b\r\n",
+                 "-ERR wrong number of arguments for 'keyring remove'\r\n");
+    expect_reply(f, fd, "KEYRING ROTATE x\r\n",
+                 "-ERR unknown KEYRING subcommand 'ROTATE': LIST, INSTALL, USE or REMOVE\r\n");
+    expect_reply(f, fd, "PING\r\n", "+PONG\r\n");
+    assert_int_equal(f->agent.key_changes, 3);
+    close(fd);
+}
+
+/* A stranger may list the fingerprints, and gets -NOPERM for every change. */
+static void test_query_keyring_changes_are_admin_only(void **state)
+{
+    struct fixture *f = *state;
+    if (geteuid() != 0) skip();
+    int fd = client_as(f, 65534, 65534);
+    expect_reply(f, fd,
+                 "KEYRING LIST\r\nKEYRING INSTALL AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\r\n"
+                 "KEYRING USE ffee\r\nKEYRING REMOVE ffee\r\nPING\r\n",
+                 "*2\r\n*2\r\n$16\r\n00112233aabbccdd\r\n$7\r\nprimary\r\n"
+                 "*2\r\n$16\r\nffeeddccbbaa9988\r\n$9\r\ninstalled\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "+PONG\r\n");
+    assert_int_equal(f->agent.key_changes, 0);
+    close(fd);
+}
+
 int main(void)
 {
     /* As in the agent: a client that vanished is a failed write, not a signal. */
@@ -795,6 +895,8 @@ int main(void)
         T(test_query_connection_cap_follows_the_fd_limit),
         T(test_query_socket_directory_must_be_safe),
         T(test_query_admin_group_is_resolved_at_start),
+        T(test_query_keyring_commands),
+        T(test_query_keyring_changes_are_admin_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
