@@ -114,14 +114,23 @@ join_flags() {
   for s in $SEEDS; do [ "$s" = "$1" ] || printf -- '--join %s:%s ' "$(addr "$s")" "$PORT"; done
 }
 
+# Gossip is sealed, as a real cluster's: one key, generated per run, in a 0600 file per
+# host (keysf I), under one cluster label.
+keysf() { echo "$DIR/h$1/keys"; }
+keys_up() {
+  key=$("$RINGD" keygen) || return 1
+  for i in $(seq 1 "$HOSTS"); do (umask 077; echo "$key" >"$(keysf "$i")") || return 1; done
+}
+
 # start I: starts (or restarts) the agent of host I in its namespace, same name, address,
-# socket and seeds every time; its log is appended to.
+# socket, keyring file and seeds every time; its log is appended to.
 start() {
   i=$1
   rm -f "$(sock "$i")"
   # shellcheck disable=SC2046
   nice -n "$NICE" ip netns exec "$(ns "$i")" "$RINGD" agent --name "$(name "$i")" \
-    --bind "$(addr "$i"):$PORT" --insecure-gossip --socket "$(sock "$i")" $(join_flags "$i") \
+    --bind "$(addr "$i"):$PORT" --keyring-file "$(keysf "$i")" --cluster net \
+    --socket "$(sock "$i")" $(join_flags "$i") \
     --log-level "${LOG_LEVEL:-info}" 2>>"$(logf "$i")" &
   pid=$!
   PIDS="$PIDS $pid"

@@ -11,7 +11,12 @@
 #      agree within 10 s and no key is owned by a member that is gone
 #   5. one host cut off one way (sends, hears nothing): no flapping once the cut has lasted
 #      60 s (the last 20 s are still), and alive everywhere within 15 s of the heal
+#   6. the gossip key is rotated at run time (install, use, remove on every agent) while
+#      one host is down: no false death, no envelope drop, owners unchanged; the host
+#      comes back with the old key and stays out, counted; with the new key in its file
+#      and SIGHUP it rejoins
 #
+# All gossip is sealed with a key made for the run (--keyring-file, --cluster net).
 # Prints a report table and `N passed, N failed` last; exits non-zero on any failure.
 # Knobs (environment): LOSS_S (180), PART_S (60), CUT_S (60), KEYS (20000),
 # LOG_LEVEL (info), NICE (-5, the agents' nice value), KEEP=1 keeps the logs, TIMEOUT (720)
@@ -60,6 +65,7 @@ ip netns del "${P}probe"
 if ! net_up $N; then fail "could not create the $N hosts"; finish; exit 1; fi
 log "$N hosts on $NET.0/24 (namespaces $P*), logs in $DIR; load average $(load) ($(nproc) cores)"
 keyset
+keys_up || { fail "could not make the gossip key"; finish; exit 1; }
 
 # false_deaths COND: `member dead` lines since the mark whose (L = logger host number,
 # M = dead member number) satisfy COND — the deaths the scenario did not cause on purpose
@@ -307,6 +313,83 @@ if msg=$(owners_all "$ALL" cut); then
   check "after the cut, owners identical everywhere and as before ($mv moved)" [ "$mv" = 0.000 ]
 else fail "after the cut, owners differ: $msg"; mv=?; fi
 report "one-way cut of 1 host, ${CUT_S} s, heal" "$(result)" "$agree" "$fd" "$mv_during → $mv; log Σ $(churn $OTHERS)"
+
+# ------------------------------------------------------------------ 6. key rotation
+DOWN=7                      # not a seed: it rejoins through h1 and h2
+log "scenario 6: rotate the gossip key on the other $((N - 1)) hosts while h$DOWN is down"
+UP=$(for i in $ALL; do [ "$i" = "$DOWN" ] || printf '%s ' "$i"; done)
+F0=$FAILED; agree="-"
+settle "key rotation"
+# keys_run I ARGS...: `ringd keys ARGS` against host I's agent; the key itself on stdin
+keys_run() { i=$1; shift; "$RINGD" keys "$@" --socket "$(sock "$i")"; }
+nokey() { # envelope drops for "no key matched" on the listed hosts, datagrams and frames
+  for i in $1; do echo "$(info "$i" packets_dropped_nokey) $(info "$i" syncs_dropped_nokey)"; done |
+    awk '{ s += $1 + $2 } END { print s + 0 }'
+}
+crash "$DOWN"
+WANT=$((N - 1))
+if ! quiet wait_for 30 same_ring "$UP"; then fail "the others did not drop h$DOWN from the ring"; fi
+owners "1" "$DIR/owners.rot0.1"
+mark
+drops0=$(nokey "$UP")
+old_fp=$(info 1 keyring_primary)
+new_key=$("$RINGD" keygen)
+t0=$(now_ms)
+round() { # round NAME ARGS...: one keys command on every running host, then they must agree
+  r=$1; shift; bad=""
+  for i in $UP; do keys_run "$i" "$@" <<<"$new_key" >"$DIR/keys.$r.$i" 2>&1 || bad="$bad h$i"; done
+  check "keys $r on every running host${bad:+ (failed:$bad)}" [ -z "$bad" ]
+  WANT=$((N - 1))
+  check "after keys $r the $((N - 1)) running hosts agree" quiet wait_for 10 same_ring "$UP"
+}
+round install install -
+new_fp=$(cat "$DIR/keys.install.1")
+round use use "$new_fp"
+round remove remove "$old_fp"
+took=$(( $(now_ms) - t0 ))
+log "rotated from $old_fp to $new_fp on $((N - 1)) hosts in $(secs $took) s"
+# every running agent: primary, key count, and its file's mode and key lines
+state=$(for i in $UP; do
+  echo "$(info "$i" keyring_primary)/$(info "$i" keyring_keys)/$(stat -c %a "$(keysf "$i")")/$(grep -cv '^#' "$(keysf "$i")")"
+done | sort -u)
+check "every running agent seals with the new key alone, and its file holds it alone, mode 0600 ($state)" \
+  [ "$state" = "$new_fp/1/600/1" ]
+fd=$(false_deaths "M != $DOWN")
+check "no false death during the rotation ($fd)" [ "$fd" -eq 0 ]
+drops=$(( $(nokey "$UP") - drops0 ))
+check "no packet or frame dropped for want of a key during the rotation ($drops)" [ "$drops" -eq 0 ]
+owners "1" "$DIR/owners.rot1.1"
+mv=$(moved "$DIR/owners.rot0.1" "$DIR/owners.rot1.1")
+check "owners unchanged by the rotation ($mv moved)" [ "$mv" = 0.000 ]
+# h$DOWN comes back from its file, which still holds the old key alone
+drops0=$(nokey "$UP")
+start "$DOWN"
+wait_sockets "$DOWN" || fail "h$DOWN did not start"
+sleep 8
+out_alone=$(info "$DOWN" members_alive)
+drops=$(( $(nokey "$UP") - drops0 ))
+log "h$DOWN back with the old key: it sees $out_alone alive; the others dropped $drops of its packets and frames as no key matched"
+WANT=$((N - 1))
+stays_out() { [ "$out_alone" = 1 ] && [ "$drops" -gt 0 ] && same_ring "$UP"; }
+check "h$DOWN with the old key stays out: alone, and the others count its traffic as no key matched" \
+  quiet stays_out
+# what the returning host needs: the new key in its file (copied from a running host), then
+# SIGHUP (or a restart)
+(umask 077; cp "$(keysf 1)" "$(keysf "$DOWN")")
+t0=$(now_ms)
+kill -HUP "$(pid_of "$DOWN")"
+if t=$(wait_agreed 40 "$ALL" $N); then
+  took=$(( $(now_ms) - t0 ))
+  ok "with the new key in its file and SIGHUP, h$DOWN alive everywhere after $(secs $took) s (the next join retry)"
+  agree="$(secs $took) s after SIGHUP"
+else
+  fail "h$DOWN not back within 40 s of SIGHUP"; agree="> 40 s"
+  for i in $ALL; do echo "#   h$i: $(view "$i")"; done
+fi
+check "h$DOWN logged the reload" grep -q 'msg="keyring reloaded"' "$(logf "$DOWN")"
+check "h$DOWN still runs" alive_proc "$DOWN"
+fd=$(false_deaths "M != $DOWN")
+report "key rotation, 1 host down, back by SIGHUP" "$(result)" "$agree" "$fd" "$mv"
 
 log "done in $(secs $(( $(now_ms) - T0 ))) s"
 finish
