@@ -73,7 +73,9 @@ for p in "$PORT0" $((PORT0 + 1)) $((PORT0 + 2)); do
   $FORGER heavy "$p" 400 $((PORT0 + 1000)) >/dev/null
 done
 many() { for n in $names; do [ "$(info "$n" members_alive)" -ge 400 ] || return 1; done; }
-if wait_for 5 many >/dev/null; then ok "400 forged heavy members are alive everywhere"
+# (a precondition, not a limit: under load some of the 34 datagrams per agent are lost and
+# the rest arrive by gossip)
+if wait_for 15 many >/dev/null; then ok "400 forged heavy members are alive everywhere"
 else fail "the forged members did not spread"; fi
 start n3 $((PORT0 + 3)) --join "127.0.0.1:$PORT0" --join "127.0.0.1:$((PORT0 + 1))" \
   --join "127.0.0.1:$((PORT0 + 2))" --weight 100 || exit 1
