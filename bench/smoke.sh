@@ -30,10 +30,22 @@ step() {
 
 step bench_ring "$BUILD/bench/bench_ring" --keys 2000 --runs 1 --csv "$OUT/ring.csv"
 step socket python3 "$HERE/socket" --smoke --ringd "$RINGD" --csv "$OUT/socket.csv"
-impls=ringd
-command -v serf >/dev/null 2>&1 && impls=ringd,serf
+# sealed ringd (keyring, --cluster) and plain Serf: both ways of bench/cluster's check that
+# a run is sealed or in the clear as labelled, at the cost of the old ringd,serf pair
+impls=ringd+enc
+command -v serf >/dev/null 2>&1 && impls=ringd+enc,serf
+# a CSV from before sealed runs (no 'encrypted' column): its row must survive the merge
+printf 'impl,n,reps,converged,join_s\nringd --vnodes 16,1000,1,1/1,124.3\n' >"$OUT/cluster.csv"
 step cluster python3 "$HERE/cluster" --smoke --impl "$impls" -n 4 --ringd "$RINGD" \
   --csv "$OUT/cluster.csv"
+step cluster_csv python3 - "$OUT/cluster.csv" "$impls" <<'EOF'
+import csv, sys
+rows = {(r["impl"], r["n"]): r for r in csv.DictReader(open(sys.argv[1]))}
+want = {("ringd --vnodes 16", "1000"): "0"}
+want.update({(i, "4"): "1" if i.endswith("+enc") else "0" for i in sys.argv[2].split(",")})
+got = {k: rows[k]["encrypted"] for k in want if k in rows}
+sys.exit(0 if got == want and len(rows) == len(want) else f"rows {got}, want {want}")
+EOF
 
 # the outputs exist and have a header and data
 for f in ring.csv socket.csv cluster.csv; do

@@ -29,12 +29,16 @@ DOCS = ["README.md", "bench/README.md", "tests/sim/README.md", "tests/net/README
 SWEEP = "docs/sim/sweep.csv"
 SOCKET = "docs/bench/socket.csv"
 CLUSTER = "docs/bench/cluster.csv"
+CLUSTER_ENCRYPT = "docs/bench/cluster_encrypt.csv"
+CLUSTER_ENCRYPT_JOIN = "docs/bench/cluster_encrypt_join.csv"
 
 # tests/sim/sweep.c: JOIN_MAX_MS, the default --join-max. A cell without agreement has no
 # agree_ms in the CSV; this is the time it was given.
 SWEEP_JOIN_MAX_S = 60
 # bench/cluster: the ringd/Serf targets its ratio table checks.
 CLUSTER_TARGETS = {"join_s": 0.5, "crash_all_s": 0.6, "rss_mb": 0.1, "cpu_pct_per_agent": 0.2}
+# bench/cluster: what sealing may cost ringd (sealed / plain): idle CPU at every N, join at 50.
+SEALING_TARGETS = {"cpu_exec_pct_per_agent": (1.25, None), "join_s": (1.1, {50})}
 
 MARKER = re.compile(r"(<!-- table:([a-z0-9-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
@@ -279,6 +283,90 @@ def gen_cluster_large():
     return table(header, body)
 
 
+# ---------------------------------------------------------------- bench/cluster, sealed
+
+def encrypt_rows():
+    return read_csv(CLUSTER_ENCRYPT)
+
+
+def gen_cluster_encrypt():
+    header = ["impl", "sealed", "N", "converged", "join (s)", "RSS per agent (MB)",
+              "idle CPU per agent (ns clock)", "idle CPU per agent (ticks)",
+              "UDP bytes/agent/s", "crash seen by all (s)", "leave seen by all (s)",
+              "new agent seen by all (s)", "false deaths", "load1"]
+    body = []
+    for r in encrypt_rows():
+        kind, _, enc = r["impl"].partition("+")
+        done, reps = r["converged"].split("/")
+        body.append([impl_name(kind), "yes" if r["encrypted"] == "1" else "no", r["n"],
+                     bold(r["converged"], done != reps), num(r["join_s"], ".3f"),
+                     num(r["rss_mb"], ".2f"), num(r["cpu_exec_pct_per_agent"], ".4f") + "%",
+                     num(r["cpu_pct_per_agent"], ".3f") + "%",
+                     num(r["udp_bytes_per_agent_s"], ".0f"), num(r["crash_all_s"], ".2f"),
+                     num(r["leave_all_s"], ".2f"), num(r["new_all_s"], ".2f"),
+                     r["false_deaths"] or "–", num(r["load1"], ".1f")])
+    return table(header, body)
+
+
+def quotient(x, y, spec, tgt):
+    """x / y with its target in the cell, bold when missed; '–' when either is missing."""
+    if x == "" or y == "" or x.startswith(">") or y.startswith(">"):
+        return "–"
+    q = float(x) / float(y)
+    return format(q, spec) if tgt is None else bold(f"{q:{spec}} (≤ {tgt})", q > tgt)
+
+
+def gen_cluster_encrypt_ratios():
+    by = {(r["impl"], int(r["n"])): r for r in encrypt_rows()}
+    t = CLUSTER_TARGETS
+    cases = [("sealed ringd / plain ringd", "ringd+enc", "ringd",
+              {k: (lambda n, v=v: v[0] if v[1] is None or n in v[1] else None)
+               for k, v in SEALING_TARGETS.items()}),
+             ("sealed ringd / sealed Serf", "ringd+enc", "serf+enc",
+              {"join_s": lambda n: t["join_s"], "crash_all_s": lambda n: t["crash_all_s"],
+               "rss_mb": lambda n: t["rss_mb"],
+               "cpu_exec_pct_per_agent": lambda n: t["cpu_pct_per_agent"]}),
+             ("plain ringd / plain Serf", "ringd", "serf",
+              {"join_s": lambda n: t["join_s"], "crash_all_s": lambda n: t["crash_all_s"],
+               "rss_mb": lambda n: t["rss_mb"],
+               "cpu_exec_pct_per_agent": lambda n: t["cpu_pct_per_agent"]}),
+             ("sealed Serf / plain Serf", "serf+enc", "serf", {})]
+    header = ["N", "ratio", "join", "crash seen by all", "RSS", "idle CPU (ns clock)"]
+    body = []
+    for n in sorted({n for _, n in by}):
+        for title, num_, den, tg in cases:
+            a, b = by.get((num_, n)), by.get((den, n))
+            if not a or not b or a["run"] != b["run"]:
+                continue
+            body.append([n, title] + [
+                quotient(a[k], b[k], ".3f" if k != "join_s" else ".2f",
+                         tg[k](n) if k in tg else None)
+                for k in ("join_s", "crash_all_s", "rss_mb", "cpu_exec_pct_per_agent")])
+    return table(header, body)
+
+
+def gen_cluster_encrypt_join():
+    """Sealed against plain ringd, join only: the poller's figure and the logs' figure."""
+    by = {(r["impl"], int(r["n"])): r for r in read_csv(CLUSTER_ENCRYPT_JOIN)}
+    tgt, at = SEALING_TARGETS["join_s"]
+    header = ["N", "runs", "join plain / sealed (s)", "ratio", "join from the logs (s)",
+              "ratio (logs)", "idle CPU ratio (ns clock)"]
+    body = []
+    for n in sorted({n for _, n in by}):
+        a, b = by.get(("ringd+enc", n)), by.get(("ringd", n))
+        if not a or not b or a["run"] != b["run"]:
+            continue
+        t = tgt if at is None or n in at else None
+        body.append([n, f"{b['reps']} + {a['reps']}",
+                     f"{num(b['join_s'], '.3f')} / {num(a['join_s'], '.3f')}",
+                     quotient(a["join_s"], b["join_s"], ".3f", t),
+                     f"{num(b['join_log_s'], '.3f')} / {num(a['join_log_s'], '.3f')}",
+                     quotient(a["join_log_s"], b["join_log_s"], ".3f", t),
+                     quotient(a["cpu_exec_pct_per_agent"], b["cpu_exec_pct_per_agent"], ".3f",
+                              SEALING_TARGETS["cpu_exec_pct_per_agent"][0])])
+    return table(header, body)
+
+
 GENERATORS = {
     "sim-sweep": gen_sim_sweep,
     "sim-summary": gen_sim_summary,
@@ -288,6 +376,9 @@ GENERATORS = {
     "cluster-ratios": gen_cluster_ratios,
     "cluster-summary": gen_cluster_summary,
     "cluster-large": gen_cluster_large,
+    "cluster-encrypt": gen_cluster_encrypt,
+    "cluster-encrypt-ratios": gen_cluster_encrypt_ratios,
+    "cluster-encrypt-join": gen_cluster_encrypt_join,
 }
 
 
