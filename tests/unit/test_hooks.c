@@ -3,9 +3,11 @@
  * changes are which events, the bounded queue that coalesces a handler's events, and the
  * JSON lines (event.h) both handlers and `ringd watch --json` are given.
  *
- * Processes, pipes and timeouts are tests/proc/test_hooks.sh's.
+ * One test runs handlers on a real loop, to show that a handler that never reads does not
+ * stall it; the rest of processes, pipes and timeouts is tests/proc/test_hooks.sh's.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <inttypes.h>
+#include <uv.h>
 
 #include "event.h"
 #include "hooks.h"
@@ -209,12 +213,81 @@ static void test_event_json(void **state)
     assert_int_equal(ts[19], 'Z');
 }
 
+/* ---------------------------------------------------------------- a real loop */
+
+struct watch {
+    uint64_t last_ms, max_gap_ms;
+    uv_timer_t tick, stop;
+};
+
+static void on_tick(uv_timer_t *t)
+{
+    struct watch *w = t->data;
+    uint64_t now = uv_now(t->loop);
+    if (w->last_ms && now - w->last_ms > w->max_gap_ms) w->max_gap_ms = now - w->last_ms;
+    w->last_ms = now;
+}
+
+static void on_stop(uv_timer_t *t)
+{
+    uv_stop(t->loop);
+}
+
+/*
+ * A handler that never reads its stdin and never ends, given more than any kernel socket
+ * buffer holds (about 1 MiB of events): the loop must keep turning every 10 ms while the
+ * handler sits on it, the queue must stay bounded (the excess counted as dropped), and each
+ * run must be killed at the timeout (1 s). A blocking write would stall the loop until the
+ * handler ends (10 s).
+ */
+static void test_hooks_never_block(void **state)
+{
+    signal(SIGPIPE, SIG_IGN); /* as the agent does: a handler gone is an error, not a signal */
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    static const char specs[1][RD_HOOK_SPEC_MAX + 1] = {"exec sleep 10"};
+    struct rd_hooks *h;
+    char err[256];
+    assert_int_equal(rd_hooks_start(&loop, specs, 1, 1, &h, err, sizeof err), 0);
+    static char big[1000];
+    memset(big, 'x', sizeof big - 1);
+    const char *fields[] = {"news", big};
+    uint64_t t0 = uv_hrtime();
+    for (int i = 0; i < 1200; i++) /* the first starts a run; the rest queue behind it */
+        rd_hooks_event(h, RD_HOOK_RING, fields, 2);
+    uint64_t queued_ms = (uv_hrtime() - t0) / 1000000u;
+    struct watch w = {0};
+    uv_timer_init(&loop, &w.tick);
+    uv_timer_init(&loop, &w.stop);
+    w.tick.data = &w;
+    uv_timer_start(&w.tick, on_tick, 10, 10);
+    uv_timer_start(&w.stop, on_stop, 2500, 0); /* run 1 killed at 1 s, run 2 at 2 s */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    struct rd_hook_stats st;
+    rd_hooks_stats(h, &st);
+    print_message("queued in %" PRIu64 " ms; longest loop gap %" PRIu64 " ms; dropped %" PRIu64
+                  ", killed %" PRIu64 "\n",
+                  queued_ms, w.max_gap_ms, st.events_dropped, st.handlers_killed);
+    assert_true(queued_ms < 1000);
+    assert_true(w.max_gap_ms < 500);
+    assert_int_equal(st.handlers_killed, 2);
+    /* 1199 events of about 1 KiB behind the first: the 1 MiB bound keeps fewer than 1024 */
+    assert_true(st.events_dropped > 1199 - RD_HOOK_QUEUE_MAX);
+    assert_int_equal(st.events_handled, 0);
+    rd_hooks_close(h);
+    uv_close((uv_handle_t *)&w.tick, NULL);
+    uv_close((uv_handle_t *)&w.stop, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_parse),          cmocka_unit_test(test_member_event),
         cmocka_unit_test(test_queue_coalesces),     cmocka_unit_test(test_queue_bytes),
         cmocka_unit_test(test_queue_default_bound), cmocka_unit_test(test_event_json),
+        cmocka_unit_test(test_hooks_never_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
