@@ -32,6 +32,7 @@
 #include <uv.h>
 
 #include "envelope.h"
+#include "hooks.h"
 #include "log.h"
 #include "query.h"
 #include "rd_err.h"
@@ -60,6 +61,7 @@ struct rd_agent {
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
     uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
+    struct rd_hooks *hooks; /* --on-event handlers; NULL when none */
     struct rd_ring *ring;
     uint64_t ring_version;
     uint64_t rebuild_tat_ms; /* rate limit: the next rebuild's theoretical arrival time */
@@ -116,6 +118,7 @@ static void publish_ring(struct rd_agent *a, const struct rd_ring_diff *d)
         fields[n++] = shares[k];
     }
     if (a->query) rd_query_publish(a->query, fields, n);
+    rd_hooks_event(a->hooks, RD_HOOK_RING, fields, n);
 }
 
 static bool in_ring(uint8_t status)
@@ -259,6 +262,8 @@ static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
     snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
     const char *fields[] = {"member", m->name, rd_status_name(m->status), addr, inc};
     if (a->query) rd_query_publish(a->query, fields, 5);
+    int hook = rd_hook_member_event(ev->is_new, ev->old_status, m->status);
+    if (hook >= 0) rd_hooks_event(a->hooks, (enum rd_hook_event)hook, fields, 5);
 }
 
 /* ---------------------------------------------------------------- UDP and timers */
@@ -601,6 +606,7 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .keyring_keys = a->cfg.keyring.nkeys,
     };
     if (a->cfg.keyring.nkeys) rd_keyring_fingerprint(a->cfg.keyring.keys[0], out->keyring_primary);
+    rd_hooks_stats(a->hooks, &out->hooks);
 }
 
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
@@ -738,6 +744,12 @@ int rd_agent_run(const struct rd_agent_config *config)
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
         goto out;
     }
+    if (a->cfg.non_event &&
+        (rc = rd_hooks_start(a->loop, a->cfg.on_event, (size_t)a->cfg.non_event,
+                             a->cfg.event_timeout_s, &a->hooks, err, sizeof err)) < 0) {
+        rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
+        goto out;
+    }
     uv_timer_init(a->loop, &a->tick_timer);
     uv_timer_init(a->loop, &a->rebuild_timer);
     uv_timer_init(a->loop, &a->trim_timer);
@@ -794,6 +806,7 @@ int rd_agent_run(const struct rd_agent_config *config)
 out:
     if (a->query) rd_query_close(a->query);
     rd_sync_close(a->sync);
+    rd_hooks_close(a->hooks);
     uv_walk(a->loop, close_walk, a);
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     uv_run(a->loop, UV_RUN_DEFAULT);

@@ -9,6 +9,9 @@
  *     ├─► sync.c    full-state sync over TCP: listener, connections, framing, timeouts
  *     ├─► query.c   the query socket: the RESP server, its commands (OWNER, MEMBERS,
  *     │             INFO, ...) and WATCH pub/sub together, against a host interface
+ *     ├─► hooks.c   event handlers (--on-event): a bounded queue and at most one
+ *     │             process per handler, fed the events on a non-blocking pipe
+ *     │     └─► event.c  the JSON line of a WATCH event (also `ringd watch --json`)
  *     ├─► log.c     one logfmt or JSON line per event
  *     └─► addr.c    "host:port" text, resolution, rd_addr <-> sockaddr
  *   config.c  `ringd agent` flags and config file, into struct rd_agent_config
@@ -16,9 +19,8 @@
  *                    which seal and open through proto/envelope.c; agent.c changes
  *                    them at run time (KEYRING commands, SIGHUP)
  * Planned next, each its own file beside these: snapshot.c (member table saved across
- * restarts), handlers.c (event handlers run on membership changes), dns.c (seeds resolved
- * by DNS without blocking the loop), metrics.c (the Prometheus endpoint); the socket's
- * pub/sub stays in query.c.
+ * restarts), dns.c (seeds resolved by DNS without blocking the loop), metrics.c (the
+ * Prometheus endpoint); the socket's pub/sub stays in query.c.
  *
  * The client side, `ringd members | owner | info | watch | join | leave | keys` and the `ringd`
  * entry point, lives in cli/: it talks to this daemon only through the query socket and

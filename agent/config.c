@@ -258,6 +258,34 @@ static int set_switch(const struct option_def *o, struct rd_agent_config *cfg, c
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen);
 
+/* An event handler, [FILTER=]CMD: checked now, so a typo in a filter stops the start. */
+static int set_on_event(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                        char *err, size_t errlen)
+{
+    if (cfg->non_event == RD_HOOKS_MAX)
+        return refuse(o, err, errlen, "at most %d event handlers", RD_HOOKS_MAX);
+    if (strlen(val) > RD_HOOK_SPEC_MAX)
+        return refuse(o, err, errlen, "longer than %d bytes", RD_HOOK_SPEC_MAX);
+    unsigned mask;
+    const char *cmd;
+    char why[256];
+    if (rd_hook_spec_parse(val, &mask, &cmd, why, sizeof why) < 0)
+        return refuse(o, err, errlen, "%s", why);
+    strcpy(cfg->on_event[cfg->non_event++], val);
+    return 0;
+}
+
+static int set_seconds(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                       char *err, size_t errlen)
+{
+    unsigned long long v;
+    if (!parse_uint(val, 10, RD_HOOK_TIMEOUT_MAX_S, &v) || v < 1)
+        return refuse(o, err, errlen, "'%s' is not a number of seconds from 1 to %d", val,
+                      RD_HOOK_TIMEOUT_MAX_S);
+    *FIELD(uint32_t, cfg, o) = (uint32_t)v;
+    return 0;
+}
+
 #define AT(f) offsetof(struct rd_agent_config, f)
 
 static const struct option_def options[] = {
@@ -313,6 +341,10 @@ static const struct option_def options[] = {
      set_switch,
      "with --keyring-file: off sends in the clear while sealed\n"
      "gossip still opens; needs --gossip-verify-incoming off"},
+    {"on-event", "[FILTER=]CMD", OPT_MANY, AT(on_event), NULL, NULL, set_on_event,
+     "run /bin/sh -c CMD on membership and ring events (README)"},
+    {"event-timeout", "SECONDS", OPT_ONE, AT(event_timeout_s), "30", NULL, set_seconds,
+     "an event handler running longer is killed"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])

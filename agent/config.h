@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "addr.h"
+#include "hooks.h"
 #include "keyring.h"
 #include "log.h"
 #include "member.h"
@@ -56,6 +57,9 @@ struct rd_agent_config {
     struct rd_keyring keyring;     /* loaded by rd_config_secure() */
     /* with a keyring: refuse plain packets / seal what is sent; on unless turned off */
     enum rd_switch gossip_verify_incoming, gossip_verify_outgoing;
+    char on_event[RD_HOOKS_MAX][RD_HOOK_SPEC_MAX + 1]; /* [FILTER=]CMD, hooks.h */
+    int non_event;
+    uint32_t event_timeout_s; /* a handler running longer is killed */
 };
 
 /**

@@ -529,6 +529,8 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
         "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\nmembers_weight_capped:%zu\r\n"
         "keyring_keys:%zu\r\nkeyring_primary:%s\r\n"
+        "events_handled:%" PRIu64 "\r\nevents_dropped:%" PRIu64 "\r\nhandlers_killed:%" PRIu64
+        "\r\nhandlers_failed:%" PRIu64 "\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
@@ -545,8 +547,9 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         st.verify_incoming ? "on" : "off", st.verify_outgoing ? "on" : "off",
         ss->incarnations_refused, ss->members_refused_full, ss->replies_trimmed,
         ss->ping_reqs_refused, ss->namesakes_ignored, rd_ring_scaled(ring, NULL, NULL),
-        st.members_weight_capped, st.keyring_keys, st.keyring_primary, q->nconns, q->max_conns,
-        q->nwatchers, q->rejected, q->cut_off);
+        st.members_weight_capped, st.keyring_keys, st.keyring_primary, st.hooks.events_handled,
+        st.hooks.events_dropped, st.hooks.handlers_killed, st.hooks.handlers_failed, q->nconns,
+        q->max_conns, q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }

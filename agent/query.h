@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "envelope.h"
+#include "hooks.h"
 #include "keyring.h"
 #include "member.h"
 
@@ -49,6 +50,7 @@ struct rd_query_status {
     bool verify_outgoing;                     /**< keyed and sealing what it sends */
     size_t keyring_keys;                      /**< keys in the keyring (0: gossip in the clear) */
     char keyring_primary[RD_KEY_FINGERPRINT_LEN + 1]; /**< its fingerprint, "" without keys */
+    struct rd_hook_stats hooks;                       /**< the --on-event handlers' counts */
 };
 
 /** The keyring changes a client may ask for (KEYRING INSTALL, USE, REMOVE). */

@@ -29,6 +29,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "event.h"
 #include "rd_err.h"
 #include "resp.h"
 
@@ -354,25 +355,21 @@ static bool is_text(const struct rd_resp_reply *r)
 
 /* ============================================================ JSON output */
 
+/* Writes what an rd_json_* appender made of s (event.h: one escaping for every output). */
+static void json_out(FILE *f, struct rd_buf *b, int rc)
+{
+    if (rc == 0)
+        fwrite(b->data, 1, b->len, f);
+    else
+        fputs("null", f); /* out of memory: still valid JSON */
+    rd_buf_free(b);
+}
+
 static void json_str(FILE *f, const char *s, size_t len)
 {
-    fputc('"', f);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", f);
-        else if (ch == '\r')
-            fputs("\\r", f);
-        else if (ch == '\t')
-            fputs("\\t", f);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
+    struct rd_buf b;
+    rd_buf_init(&b);
+    json_out(f, &b, rd_json_str(&b, s, len));
 }
 
 static void json_cstr(FILE *f, const char *s)
@@ -383,19 +380,9 @@ static void json_cstr(FILE *f, const char *s)
 /* A JSON number as is, if the text is one we produce (digits, one '.', leading '-'). */
 static void json_num(FILE *f, const char *s)
 {
-    const char *p = s + (*s == '-');
-    bool ok = *p >= '0' && *p <= '9' && !(p[0] == '0' && p[1] >= '0' && p[1] <= '9');
-    int dots = 0;
-    for (const char *q = p; ok && *q; q++) {
-        if (*q == '.')
-            ok = ++dots == 1 && q[1] >= '0' && q[1] <= '9';
-        else
-            ok = *q >= '0' && *q <= '9';
-    }
-    if (ok)
-        fputs(s, f);
-    else
-        json_cstr(f, s);
+    struct rd_buf b;
+    rd_buf_init(&b);
+    json_out(f, &b, rd_json_num(&b, s));
 }
 
 /* Members of a JSON object after its first: `,"key":value` for keys[i] and values[i],
@@ -704,14 +691,6 @@ static int cmd_keys(const struct opts *o, char *err, size_t errlen)
 
 /* ============================================================ watch */
 
-static void timestamp(char *buf, size_t len)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static const char *who(const char *name)
 {
     return *name ? name : "none"; /* the empty ring is nobody */
@@ -719,63 +698,33 @@ static const char *who(const char *name)
 
 static void print_event(const struct rd_resp_reply *ev, bool json)
 {
-    char ts[32];
-    timestamp(ts, sizeof ts);
+    char ts[RD_EVENT_TS_LEN];
+    rd_event_timestamp(ts);
     size_t n = ev->nelem;
     const char *f[64]; /* a ring event has 5 + 3 x 16 fields */
     size_t nf = 0;
     for (size_t i = 0; i < n && nf < sizeof f / sizeof f[0]; i++)
         f[nf++] = is_text(ev->elem[i]) ? ev->elem[i]->str : "";
     const char *type = nf > 0 ? f[0] : "";
-    if (strcmp(type, "member") == 0 && nf >= 5) {
-        if (json) {
-            printf("{\"ts\":\"%s\",\"type\":\"member\"", ts);
-            const char *keys[] = {"member", "status", "addr", "incarnation"};
-            json_fields(stdout, keys, f + 1, "sssn");
-            fputs("}\n", stdout);
-        } else {
-            printf("%s member %s %s addr=%s incarnation=%s\n", ts, f[1], f[2], f[3], f[4]);
-        }
+    if (json) {
+        struct rd_buf b;
+        rd_buf_init(&b);
+        if (rd_event_json(&b, ts, f, nf) == 0) fwrite(b.data, 1, b.len, stdout);
+        rd_buf_free(&b);
+    } else if (strcmp(type, "member") == 0 && nf >= 5) {
+        printf("%s member %s %s addr=%s incarnation=%s\n", ts, f[1], f[2], f[3], f[4]);
     } else if (strcmp(type, "ring") == 0 && nf >= 5 && (nf - 5) % 3 == 0) {
-        if (json) {
-            printf("{\"ts\":\"%s\",\"type\":\"ring\"", ts);
-            const char *keys[] = {"version", "checksum", "points", "moved"};
-            json_fields(stdout, keys, f + 1, "nsnn");
-            fputs(",\"moves\":[", stdout);
-            for (size_t i = 5; i + 2 < nf; i += 3) {
-                fputs(i > 5 ? ",{\"from\":" : "{\"from\":", stdout);
-                json_cstr(stdout, f[i]);
-                fputs(",\"to\":", stdout);
-                json_cstr(stdout, f[i + 1]);
-                fputs(",\"fraction\":", stdout);
-                json_num(stdout, f[i + 2]);
-                fputc('}', stdout);
-            }
-            fputs("]}\n", stdout);
-        } else {
-            printf("%s ring version=%s checksum=%s points=%s moved=%.4f", ts, f[1], f[2], f[3],
-                   strtod(f[4], NULL));
-            for (size_t i = 5; i + 2 < nf; i += 3)
-                printf(" %s->%s:%.4f", who(f[i]), who(f[i + 1]), strtod(f[i + 2], NULL));
-            putchar('\n');
-        }
+        printf("%s ring version=%s checksum=%s points=%s moved=%.4f", ts, f[1], f[2], f[3],
+               strtod(f[4], NULL));
+        for (size_t i = 5; i + 2 < nf; i += 3)
+            printf(" %s->%s:%.4f", who(f[i]), who(f[i + 1]), strtod(f[i + 2], NULL));
+        putchar('\n');
     } else {
         /* An event this client does not know: show its fields rather than drop it. */
-        if (json) {
-            printf("{\"ts\":\"%s\",\"type\":", ts);
-            json_cstr(stdout, type);
-            fputs(",\"fields\":[", stdout);
-            for (size_t i = 1; i < nf; i++) {
-                if (i > 1) fputc(',', stdout);
-                json_cstr(stdout, f[i]);
-            }
-            fputs("]}\n", stdout);
-        } else {
-            printf("%s", ts);
-            for (size_t i = 0; i < nf; i++)
-                printf(" %s", f[i]);
-            putchar('\n');
-        }
+        printf("%s", ts);
+        for (size_t i = 0; i < nf; i++)
+            printf(" %s", f[i]);
+        putchar('\n');
     }
     fflush(stdout);
 }

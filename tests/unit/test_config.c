@@ -294,6 +294,8 @@ static void test_config_help_names_every_option_once(void **state)
         "insecure-gossip",
         "gossip-verify-incoming",
         "gossip-verify-outgoing",
+        "on-event",
+        "event-timeout",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {
@@ -314,10 +316,11 @@ static void test_config_help_names_every_option_once(void **state)
         for (size_t i = 0; i < ndoc; i++)
             known |= strcmp(name, documented[i]) == 0;
         if (!known) fail_msg("--help names an undocumented --%s", name);
-        /* only --join and --tag add up; --help says so */
+        /* only --join, --tag and --on-event add up; --help says so */
         size_t line = strcspn(p + 1, "\n");
         bool says = memmem(p + 1, line, "repeatable", 10) != NULL;
-        bool many = strcmp(name, "join") == 0 || strcmp(name, "tag") == 0;
+        bool many =
+            strcmp(name, "join") == 0 || strcmp(name, "tag") == 0 || strcmp(name, "on-event") == 0;
         if (says != many)
             fail_msg("--%s: 'repeatable' is %s --help", name, says ? "wrongly in" : "missing from");
         struct rd_agent_config cfg;
@@ -496,6 +499,58 @@ static void test_config_read_from_memory(void **state)
     assert_int_equal(cfg.weight, 1000);
 }
 
+/* ------------------------------------------------------------------ event handlers */
+
+static void test_config_on_event(void **state)
+{
+    struct rd_agent_config cfg;
+    char err[256];
+    const char *ok[] = {"--on-event", "/bin/h", "--on-event=member-join,ring=/bin/j x=1",
+                        "--event-timeout=3", NULL};
+    assert_int_equal(parse(&cfg, ok, err, sizeof err), 0);
+    assert_int_equal(cfg.non_event, 2);
+    assert_string_equal(cfg.on_event[0], "/bin/h");
+    assert_string_equal(cfg.on_event[1], "member-join,ring=/bin/j x=1");
+    assert_int_equal(cfg.event_timeout_s, 3);
+    const char *none[] = {NULL};
+    assert_int_equal(parse(&cfg, none, err, sizeof err), 0);
+    assert_int_equal(cfg.non_event, 0);
+    assert_int_equal(cfg.event_timeout_s, 30);
+
+    static const struct {
+        const char *args[4];
+        const char *want;
+    } bad[] = {
+        {{"--on-event", "member-joined=/bin/h"},
+         "--on-event: 'member-joined' is not an event (member-join, member-leave, member-failed, "
+         "member-update, ring)"},
+        {{"--on-event", "ring="}, "--on-event: 'ring=' has no command"},
+        {{"--event-timeout", "0"},
+         "--event-timeout: '0' is not a number of seconds from 1 to 86400"},
+        {{"--event-timeout", "86401"},
+         "--event-timeout: '86401' is not a number of seconds from 1 to 86400"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse(&cfg, bad[i].args, err, sizeof err), RD_EINVAL);
+        assert_string_equal(err, bad[i].want);
+    }
+    /* bounded: RD_HOOKS_MAX entries, RD_HOOK_SPEC_MAX bytes each */
+    const char *many[2 * RD_HOOKS_MAX + 3] = {NULL};
+    for (int i = 0; i <= RD_HOOKS_MAX; i++)
+        many[2 * i] = "--on-event", many[2 * i + 1] = "true";
+    assert_int_equal(parse(&cfg, many, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "--on-event: at most 8 event handlers");
+    many[2 * RD_HOOKS_MAX] = NULL;
+    assert_int_equal(parse(&cfg, many, err, sizeof err), 0);
+    static char longer[RD_HOOK_SPEC_MAX + 2];
+    memset(longer, 'x', RD_HOOK_SPEC_MAX + 1);
+    const char *toolong[] = {"--on-event", longer, NULL};
+    assert_int_equal(parse(&cfg, toolong, err, sizeof err), RD_EINVAL);
+    assert_string_equal(err, "--on-event: longer than 1024 bytes");
+    longer[RD_HOOK_SPEC_MAX] = '\0';
+    assert_int_equal(parse(&cfg, toolong, err, sizeof err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_config_long_lines),
         cmocka_unit_test(test_config_file_and_flags_in_order),
         cmocka_unit_test(test_config_read_from_memory),
+        cmocka_unit_test(test_config_on_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,7 +84,11 @@ static void fake_status(void *ctx, struct rd_query_status *out)
         .verify_incoming = true,
         .verify_outgoing = false,
         .keyring_keys = 2,
-        .keyring_primary = "00112233aabbccdd"};
+        .keyring_primary = "00112233aabbccdd",
+        .hooks = {.events_handled = 20,
+                  .events_dropped = 21,
+                  .handlers_killed = 22,
+                  .handlers_failed = 23}};
 }
 
 /* Two keys; a change echoes a fingerprint, or fails with the host's words for "bad". */
@@ -377,7 +381,7 @@ static void test_query_info_formats_every_field_in_order(void **state)
     say(fd, "WATCH\r\nINFO server\r\n");
     hear_until(f, fd, &g, "\r\n\r\n"); /* the text's last CRLF, then the bulk's */
     const struct rd_ring *ring = f->agent.ring;
-    char text[2600], want[2800];
+    char text[2800], want[3000];
     int n =
         snprintf(text, sizeof text,
                  "# ringd\r\nname:m1\r\naddr:127.0.0.1:7946\r\nstatus:alive\r\n"
@@ -399,6 +403,8 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
                  "namesakes_ignored:0\r\nring_scaled:0\r\nmembers_weight_capped:18\r\n"
                  "keyring_keys:2\r\nkeyring_primary:00112233aabbccdd\r\n"
+                 "events_handled:20\r\nevents_dropped:21\r\nhandlers_killed:22\r\n"
+                 "handlers_failed:23\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
