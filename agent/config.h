@@ -26,6 +26,8 @@
 #define RD_DEFAULT_SOCKET "/run/ringd/ringd.sock"
 /** Seeds accepted with --join. */
 #define RD_JOIN_MAX 16
+/** Largest --join-timeout, in seconds (a day). */
+#define RD_JOIN_TIMEOUT_MAX_S 86400
 /** How long a graceful leave may take before the agent exits anyway. */
 #define RD_LEAVE_TIMEOUT_MS 3000
 
@@ -56,6 +58,7 @@ struct rd_agent_config {
     struct rd_keyring keyring;     /* loaded by rd_config_secure() */
     /* with a keyring: refuse plain packets / seal what is sent; on unless turned off */
     enum rd_switch gossip_verify_incoming, gossip_verify_outgoing;
+    uint32_t join_timeout_s; /* with --join: exit 1 unless joined within this (0: never) */
 };
 
 /**
