@@ -588,15 +588,23 @@ static int cmd_owner(const struct opts *o, char *err, size_t errlen)
 
 /* ============================================================ info, join, leave */
 
-static int cmd_info(const struct opts *o, char *err, size_t errlen)
+/* The INFO text into *out, for subcommand `name`, which takes no arguments. */
+static int info_reply(const struct opts *o, const char *name, struct rd_resp_reply **out, char *err,
+                      size_t errlen)
 {
     if (o->nargs > 0)
-        return usage_error(err, errlen, "info takes no arguments, got '%s'", o->args[0]);
+        return usage_error(err, errlen, "%s takes no arguments, got '%s'", name, o->args[0]);
     const char *req[] = {"INFO"};
-    struct rd_resp_reply *r;
-    int rc = call(o, req, 1, &r, err, errlen);
+    int rc = call(o, req, 1, out, err, errlen);
     if (rc < 0) return rc;
-    if (!is_text(r)) return unexpected(r, err, errlen);
+    return is_text(*out) ? 0 : unexpected(*out, err, errlen);
+}
+
+static int cmd_info(const struct opts *o, char *err, size_t errlen)
+{
+    struct rd_resp_reply *r;
+    int rc = info_reply(o, "info", &r, err, errlen);
+    if (rc < 0) return rc;
     /* The text as the agent wrote it, with Unix line ends so it greps and cuts cleanly. */
     for (size_t i = 0; i < r->len; i++)
         if (!(r->str[i] == '\r' && i + 1 < r->len && r->str[i + 1] == '\n')) putchar(r->str[i]);
@@ -610,16 +618,13 @@ static int cmd_info(const struct opts *o, char *err, size_t errlen)
  * not ready either ("unreachable"). One word on stdout; the reason on stderr. */
 static int cmd_ready(const struct opts *o, char *err, size_t errlen)
 {
-    if (o->nargs > 0)
-        return usage_error(err, errlen, "ready takes no arguments, got '%s'", o->args[0]);
-    const char *req[] = {"INFO"};
     struct rd_resp_reply *r;
-    int rc = call(o, req, 1, &r, err, errlen);
+    int rc = info_reply(o, "ready", &r, err, errlen);
+    if (rc < 0 && o->nargs > 0) return rc; /* bad usage */
     if (rc < 0) {
         puts("unreachable");
         return rc == RD_EINVAL ? RD_EIO : rc; /* never "bad usage": the probe ran */
     }
-    if (!is_text(r)) return unexpected(r, err, errlen);
     bool ready = strstr(r->str, "\nready:1\r\n") != NULL;
     rd_resp_reply_free(r);
     puts(ready ? "ready" : "not-ready");
