@@ -14,6 +14,10 @@
  * a few members still settles its ring within a few hundred ms.
  * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
  * calls back here after it changed the core, so the agent flushes.
+ * Readiness: an agent told to join (needs_join) answers no placement until the core says
+ * joined, i.e. a sync it opened was answered; sync.c reports each such exchange's outcome
+ * (on_sync_result), which is also what a JOIN from the socket waits for, and why a join
+ * attempt failed is logged from there. was_joined latches, so an agent once ready stays so.
  * The keyring lives in cfg.keyring, and sync.c holds a pointer to it: a KEYRING command or
  * a SIGHUP replaces it in place, between two callbacks, so the very next datagram or sync
  * frame, either way, is sealed and opened with the new keys (nothing keeps a key across

@@ -224,7 +224,9 @@ static void sync_timeout(uv_timer_t *t)
         rd_logf(RD_LOG_DEBUG, "sync timed out",
                 RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
     }
-    sync_end(c, false, "timed out: no answer within 5 s");
+    char why[64];
+    snprintf(why, sizeof why, "timed out: no answer within %d ms", RD_SYNC_TIMEOUT_MS);
+    sync_end(c, false, why);
 }
 
 static struct sync_conn *conn_new(struct rd_sync *s, bool outgoing)
