@@ -63,6 +63,30 @@ err=$("$RINGD" join "127.0.0.1:$DEAD" --socket "$DIR/b.sock" 2>&1 >/dev/null); r
 refused_with_reason() { [ "$rc" = 1 ] && echo "$err" | grep -q "cannot join 127.0.0.1:$DEAD: connection refused"; }
 check "(f) ringd join to a dead address exits 1 with the reason ($rc: $err)" refused_with_reason
 
+# ---- (f) ringd join to an address that accepts and never answers: bounded by the sync
+# deadline, while the agent's other clients are served
+SILENT=$((PORT0 + 22))
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+c, _ = s.accept(); time.sleep(9)' "$SILENT" &
+PIDS="$PIDS $!"
+sleep 0.3
+t0=$(now_ms)
+"$RINGD" join "127.0.0.1:$SILENT" --socket "$DIR/b.sock" >"$DIR/silent.out" 2>&1 &
+joiner=$!
+sleep 1
+pong=$(q b PING)
+wait "$joiner"; rc=$?
+took=$(( $(now_ms) - t0 ))
+timed_out() {
+  [ "$rc" = 1 ] && [ "$took" -ge 4500 ] && [ "$took" -lt 8000 ] &&
+    grep -q "cannot join 127.0.0.1:$SILENT: timed out: no answer within 5000 ms" "$DIR/silent.out"
+}
+check "(f) ringd join to a silent address: exit $rc after $took ms: $(cat "$DIR/silent.out")" timed_out
+check "(f) ... meanwhile the agent answered another client ($pong)" [ "$pong" = PONG ]
+
 # ---- (a) the failed attempts were logged with their reason, not once per retry
 lines=$(fails_lines w)
 check "(a) w logged its failed attempts with the reason ($lines lines)" \
