@@ -14,6 +14,10 @@
  * a few members still settles its ring within a few hundred ms.
  * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
  * calls back here after it changed the core, so the agent flushes.
+ * Readiness: an agent told to join (needs_join) answers no placement until the core says
+ * joined, i.e. a sync it opened was answered; sync.c reports each such exchange's outcome
+ * (on_sync_result), which is also what a JOIN from the socket waits for, and why a join
+ * attempt failed is logged from there. was_joined latches, so an agent once ready stays so.
  * The keyring lives in cfg.keyring, and sync.c holds a pointer to it: a KEYRING command or
  * a SIGHUP replaces it in place, between two callbacks, so the very next datagram or sync
  * frame, either way, is sealed and opened with the new keys (nothing keeps a key across
@@ -51,6 +55,11 @@
 #define RD_TRIM_QUIET_MS 5000
 /** A full member table is logged at most this often. */
 #define TABLE_FULL_LOG_MS 60000
+/** Failed join attempts are logged with the core's join backoff: after the first line, the
+ *  next comes at least this long later, the gap doubling ... */
+#define JOIN_LOG_FIRST_GAP_MS 1000
+/** ... up to this (the core's join_retry_max_ms). */
+#define JOIN_LOG_MAX_GAP_MS 30000
 
 struct rd_agent {
     struct rd_agent_config cfg;
@@ -67,7 +76,17 @@ struct rd_agent {
     uint64_t rebuild_tat_ms; /* rate limit: the next rebuild's theoretical arrival time */
     bool rebuild_pending;
     bool leaving, left, was_joined;
-    int exit_rc; /* what rd_agent_run returns once the loop stopped */
+    /* Not ready (OWNER and friends get -NOTREADY, INFO ready:0) until was_joined: set when
+     * the agent was told to join (--join), and by whatever else makes a lone agent's view
+     * worthless until a member answered (a saved member table from a previous life). */
+    bool needs_join;
+    uv_timer_t join_timer;     /* --join-timeout */
+    uint64_t join_log_next_ms; /* the next "join attempt failed" line, not before */
+    uint32_t join_log_gap_ms;  /* ... and the gap after it */
+    uint64_t join_failures,
+        join_unlogged;         /* failed attempts; those not logged since the last line */
+    char join_last_error[512]; /* the last attempt's reason, for the timeout's line */
+    int exit_rc;               /* what rd_agent_run returns once the loop stopped */
     uint64_t full_logged_ms, full_logged_count; /* last "member table full" line */
     uint64_t start_ms;
     struct rd_member *rx_members; /* decoder scratch for one datagram */
@@ -362,6 +381,53 @@ static void on_sync_changed(void *ctx)
     flush(ctx);
 }
 
+static bool agent_ready(const struct rd_agent *a)
+{
+    return !a->needs_join || a->was_joined;
+}
+
+/*
+ * An exchange we opened is over. A JOIN waiting for it gets its answer. While the agent is
+ * not ready, every exchange it opens is a join attempt (to a seed, or to a member it heard
+ * of), and a failed one is logged with its reason: the first at once, the next ones with
+ * a gap that doubles to JOIN_LOG_MAX_GAP_MS, each line counting the failures it stands
+ * for, so a seed that stays down costs a line per backoff step, not one per retry.
+ */
+static void on_sync_result(void *ctx, const struct rd_addr *peer, const char *why)
+{
+    struct rd_agent *a = ctx;
+    if (a->query) rd_query_join_done(a->query, peer, why);
+    if (!why || agent_ready(a)) return;
+    a->join_failures++;
+    a->join_unlogged++;
+    snprintf(a->join_last_error, sizeof a->join_last_error, "%s", why);
+    uint64_t now = now_ms();
+    if (now < a->join_log_next_ms) return;
+    char addr[RD_ADDR_STRLEN];
+    rd_logf(RD_LOG_INFO, "join attempt failed",
+            RD_FSTR("seed", rd_addr_format(peer, addr, sizeof addr)), RD_FSTR("reason", why),
+            RD_FUINT("failures", a->join_unlogged), RD_FUINT("failures_total", a->join_failures));
+    a->join_unlogged = 0;
+    if (a->join_log_gap_ms == 0) a->join_log_gap_ms = JOIN_LOG_FIRST_GAP_MS;
+    a->join_log_next_ms = now + a->join_log_gap_ms;
+    a->join_log_gap_ms =
+        a->join_log_gap_ms * 2 < JOIN_LOG_MAX_GAP_MS ? a->join_log_gap_ms * 2 : JOIN_LOG_MAX_GAP_MS;
+}
+
+/* --join-timeout passed: an agent that never joined stops, rather than serve nothing. */
+static void on_join_timeout(uv_timer_t *t)
+{
+    struct rd_agent *a = t->data;
+    if (agent_ready(a) || a->left) return;
+    rd_logf(RD_LOG_ERROR, "no seed answered: giving up", RD_FSTR("member", a->cfg.name),
+            RD_FUINT("join_timeout_s", a->cfg.join_timeout_s),
+            RD_FUINT("attempts_failed", a->join_failures),
+            RD_FSTR("last_error", a->join_last_error[0] ? a->join_last_error : "none"));
+    a->exit_rc = RD_EREFUSED;
+    a->left = true;
+    uv_stop(a->loop);
+}
+
 static void udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct rd_agent *a = h->data;
@@ -613,9 +679,18 @@ static void host_join(void *ctx, const char *hostport, const struct rd_addr *see
 {
     struct rd_agent *a = ctx;
     rd_logf(RD_LOG_INFO, "joining", RD_FSTR("seed", hostport));
+    if (rd_addr_equal(seed, &rd_swim_self(a->swim)->addr)) {
+        rd_query_join_done(a->query, seed, "that is this agent's own address");
+        return;
+    }
     rd_sync_add_seed(a->sync, seed);
-    rd_swim_join(a->swim, now_ms(), seed, 1);
+    rd_swim_join(a->swim, now_ms(), seed, 1); /* queues an exchange with seed: flushed now */
     flush(a);
+}
+
+static bool host_ready(void *ctx)
+{
+    return agent_ready(ctx);
 }
 
 static void host_leave(void *ctx)
@@ -729,6 +804,8 @@ int rd_agent_run(const struct rd_agent_config *config)
     rd_sync_set_envelope(a->sync, &a->cfg.keyring, a->cfg.cluster);
     rd_sync_set_verify(a->sync, a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
                        a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF);
+    rd_sync_set_result(a->sync, on_sync_result);
+    a->needs_join = a->cfg.njoins > 0; /* with no seed, it starts a cluster: ready at once */
     struct rd_query_host host = {.ctx = a,
                                  .ring = host_ring,
                                  .swim = host_swim,
@@ -737,7 +814,8 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .leave = host_leave,
                                  .keyring_list = host_keyring_list,
                                  .keyring_change = host_keyring_change,
-                                 .join_default_port = RD_DEFAULT_PORT};
+                                 .join_default_port = RD_DEFAULT_PORT,
+                                 .ready = host_ready};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
                         &a->query, err, sizeof err);
     if (rc < 0) {
@@ -754,7 +832,13 @@ int rd_agent_run(const struct rd_agent_config *config)
     uv_timer_init(a->loop, &a->rebuild_timer);
     uv_timer_init(a->loop, &a->trim_timer);
     uv_timer_init(a->loop, &a->leave_timer);
+    uv_timer_init(a->loop, &a->join_timer);
     a->tick_timer.data = a->rebuild_timer.data = a->trim_timer.data = a->leave_timer.data = a;
+    a->join_timer.data = a;
+    if (a->needs_join && a->cfg.join_timeout_s) {
+        uv_timer_start(&a->join_timer, on_join_timeout, (uint64_t)a->cfg.join_timeout_s * 1000u, 0);
+        uv_unref((uv_handle_t *)&a->join_timer);
+    }
     uv_unref((uv_handle_t *)&a->trim_timer); /* housekeeping never keeps the loop alive */
     uv_signal_init(a->loop, &a->sigterm);
     uv_signal_init(a->loop, &a->sigint);
@@ -794,6 +878,9 @@ int rd_agent_run(const struct rd_agent_config *config)
         if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, to, why, sizeof why) < 0) {
             rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
                     RD_FSTR("error", why));
+            a->join_failures++;
+            snprintf(a->join_last_error, sizeof a->join_last_error, "%s: unresolvable: %s",
+                     a->cfg.joins[i], why);
             continue;
         }
         rd_sync_add_seed(a->sync, to);

@@ -218,6 +218,17 @@ static int set_seed(const struct option_def *o, struct rd_agent_config *cfg, con
     return 0;
 }
 
+static int set_join_timeout(const struct option_def *o, struct rd_agent_config *cfg,
+                            const char *val, char *err, size_t errlen)
+{
+    unsigned long long v;
+    if (!parse_uint(val, 10, RD_JOIN_TIMEOUT_MAX_S, &v))
+        return refuse(o, err, errlen, "'%s' is not a number of seconds from 0 to %d", val,
+                      RD_JOIN_TIMEOUT_MAX_S);
+    *FIELD(uint32_t, cfg, o) = (uint32_t)v;
+    return 0;
+}
+
 static int set_path(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                     char *err, size_t errlen)
 {
@@ -345,6 +356,10 @@ static const struct option_def options[] = {
      "run /bin/sh -c CMD on membership and ring events (README)"},
     {"event-timeout", "SECONDS", OPT_ONE, AT(event_timeout_s), "30", NULL, set_seconds,
      "an event handler running longer is killed"},
+    {"join-timeout", "SECONDS", OPT_ONE, AT(join_timeout_s), "0", "0: retry forever",
+     set_join_timeout,
+     "with --join: exit 1 if no seed answered a full-state exchange\n"
+     "within this many seconds of the start"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])

@@ -27,6 +27,8 @@
 #define RD_DEFAULT_SOCKET "/run/ringd/ringd.sock"
 /** Seeds accepted with --join. */
 #define RD_JOIN_MAX 16
+/** Largest --join-timeout, in seconds (a day). */
+#define RD_JOIN_TIMEOUT_MAX_S 86400
 /** How long a graceful leave may take before the agent exits anyway. */
 #define RD_LEAVE_TIMEOUT_MS 3000
 
@@ -60,6 +62,7 @@ struct rd_agent_config {
     char on_event[RD_HOOKS_MAX][RD_HOOK_SPEC_MAX + 1]; /* [FILTER=]CMD, hooks.h */
     int non_event;
     uint32_t event_timeout_s; /* a handler running longer is killed */
+    uint32_t join_timeout_s; /* with --join: exit 1 unless joined within this (0: never) */
 };
 
 /**

@@ -35,9 +35,11 @@
  * write ever happens in the middle of a batch.
  *
  * JOIN resolves its host name on libuv's thread pool (a name server that takes seconds
- * must not stall gossip). Meanwhile its connection is blocked, as Redis blocks a client on
- * BLPOP: it stops reading and answering, so every reply still leaves in request order;
- * other connections go on. A connection that closes meanwhile abandons the resolution.
+ * must not stall gossip), then waits for the host's full-state exchange with the seed, so
+ * that +OK means joined and -ERR says why not (the exchange's deadline bounds the wait).
+ * Meanwhile its connection is blocked, as Redis blocks a client on BLPOP: it stops reading
+ * and answering, so every reply still leaves in request order; other connections go on. A
+ * connection that closes meanwhile abandons the resolution, or the answer.
  *
  * Trust: each connection keeps the credentials the kernel recorded at connect
  * (SO_PEERCRED) and, decided once at accept, whether they may change the agent. Each row
@@ -132,18 +134,20 @@ struct qconn {
     uint64_t written;           /* bytes ever confirmed written */
     uint64_t leave_at;          /* LEAVE: leave once `written` reaches this (0: no) */
     struct rd_resolve *joining; /* JOIN resolving its seed: the connection is blocked */
+    struct rd_addr join_seed;   /* JOIN waiting for its exchange with this (join_waiting) */
     uid_t uid;                  /* the peer, from SO_PEERCRED */
     gid_t gid;
     pid_t pid;
-    bool may_change; /* rd_query_may_change() at accept */
-    bool listed;     /* in q->conns (false: rejected at the limit) */
-    bool writing;    /* a uv_write is in flight */
-    bool dirty;      /* has output to send at the end of this loop turn */
-    bool watching;   /* sent WATCH */
-    bool closing;    /* uv_close was called */
-    bool draining;   /* answer what is queued, then close; read no more */
-    bool paused;     /* RD_QUERY_PAUSE_BYTES unsent: reading stopped */
-    bool failed;     /* a reply could not be buffered: the stream is broken */
+    bool may_change;   /* rd_query_may_change() at accept */
+    bool listed;       /* in q->conns (false: rejected at the limit) */
+    bool writing;      /* a uv_write is in flight */
+    bool dirty;        /* has output to send at the end of this loop turn */
+    bool watching;     /* sent WATCH */
+    bool closing;      /* uv_close was called */
+    bool draining;     /* answer what is queued, then close; read no more */
+    bool paused;       /* RD_QUERY_PAUSE_BYTES unsent: reading stopped */
+    bool failed;       /* a reply could not be buffered: the stream is broken */
+    bool join_waiting; /* JOIN resolved, its exchange not over: blocked as while resolving */
 };
 
 struct rd_query {
@@ -156,6 +160,7 @@ struct rd_query {
     size_t handles;      /* open handles (listener, flusher, connections) */
     struct qconn *dirty; /* connections with output to send this turn */
     size_t nconns, nwatchers;
+    size_t join_waiters;                          /* connections with join_waiting set */
     uint64_t rejected;                            /* connections refused at RD_QUERY_MAX_CONNS */
     uint64_t cut_off;                             /* connections closed for unread output */
     uint64_t accept_errors;                       /* failed accepts (EMFILE...), logged sparingly */
@@ -224,6 +229,10 @@ static void conn_close(struct qconn *c)
         rd_addr_resolve_abandon(c->joining);
         c->joining = NULL;
     }
+    if (c->join_waiting) { /* the exchange goes on; nobody waits for its outcome */
+        c->join_waiting = false;
+        c->q->join_waiters--;
+    }
     if (c->watching) {
         c->watching = false;
         c->q->nwatchers--;
@@ -244,7 +253,7 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
  * answers what it sent meanwhile), and a LEAVE whose +OK is now out is carried out. */
 static void conn_sent(struct qconn *c)
 {
-    if (c->paused && !c->closing && !c->q->closing && !c->joining &&
+    if (c->paused && !c->closing && !c->q->closing && !c->joining && !c->join_waiting &&
         conn_backlog(c) < RD_QUERY_PAUSE_BYTES) {
         c->paused = false;
         if (!c->draining && uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
@@ -410,12 +419,23 @@ static void cmd_ping(struct qconn *c, const struct rd_resp_request *r)
         conn_rc(c, rd_resp_write_simple(&c->pend, "PONG"));
 }
 
+/* Placement asked of an agent that has not joined yet would be a ring of itself alone:
+ * refused with -NOTREADY (as Redis answers -LOADING), on a connection that stays usable.
+ * True when refused. */
+static bool refuse_not_ready(struct qconn *c)
+{
+    if (c->q->host.ready(c->q->host.ctx)) return false;
+    reply_error(c, "NOTREADY not joined yet");
+    return true;
+}
+
 static void cmd_owner(struct qconn *c, const struct rd_resp_request *r)
 {
     if (r->argc != 2) {
         reply_wrong_arity(c, "owner");
         return;
     }
+    if (refuse_not_ready(c)) return;
     const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
     reply_name(c, ring, rd_ring_owner(ring, r->argv[1].ptr, r->argv[1].len));
 }
@@ -431,6 +451,7 @@ static void cmd_owners(struct qconn *c, const struct rd_resp_request *r)
         reply_error(c, "ERR n must be an integer from 0 to 1000000");
         return;
     }
+    if (refuse_not_ready(c)) return;
     const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
     size_t members = rd_ring_member_count(ring);
     if (members > RD_MAX_MEMBERS) /* the agent never builds such a ring */
@@ -451,6 +472,7 @@ static void cmd_mowner(struct qconn *c, const struct rd_resp_request *r)
         reply_wrong_arity(c, "mowner");
         return;
     }
+    if (refuse_not_ready(c)) return;
     const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
     conn_rc(c, rd_resp_write_array(&c->pend, r->argc - 1));
     for (size_t i = 1; i < r->argc; i++)
@@ -531,6 +553,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "keyring_keys:%zu\r\nkeyring_primary:%s\r\n"
         "events_handled:%" PRIu64 "\r\nevents_dropped:%" PRIu64 "\r\nhandlers_killed:%" PRIu64
         "\r\nhandlers_failed:%" PRIu64 "\r\n"
+        "ready:%d\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
@@ -548,8 +571,9 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         ss->incarnations_refused, ss->members_refused_full, ss->replies_trimmed,
         ss->ping_reqs_refused, ss->namesakes_ignored, rd_ring_scaled(ring, NULL, NULL),
         st.members_weight_capped, st.keyring_keys, st.keyring_primary, st.hooks.events_handled,
-        st.hooks.events_dropped, st.hooks.handlers_killed, st.hooks.handlers_failed, q->nconns,
-        q->max_conns, q->nwatchers, q->rejected, q->cut_off);
+        st.hooks.events_dropped, st.hooks.handlers_killed, st.hooks.handlers_failed,
+        q->host.ready(q->host.ctx) ? 1 : 0, q->nconns, q->max_conns, q->nwatchers, q->rejected,
+        q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }
@@ -595,16 +619,9 @@ static void join_reply(struct qconn *c, const char *hostport, const char *why)
     reply_error(c, text);
 }
 
-/* The seed of a JOIN resolved (or not): join, answer, and unblock the connection. Never
- * called for a closed connection (conn_close abandons the resolution). */
-static void join_resolved(void *ctx, const char *hostport, int rc, const struct rd_addr *seed,
-                          const char *why)
+/* A JOIN was answered: serve the connection again. */
+static void join_unblock(struct qconn *c)
 {
-    struct qconn *c = ctx;
-    struct rd_query *q = c->q;
-    c->joining = NULL;
-    if (rc == 0) q->host.join(q->host.ctx, hostport, seed); /* may publish events */
-    join_reply(c, hostport, rc == 0 ? NULL : why);
     if (c->closing) return;
     if (c->paused && conn_backlog(c) < RD_QUERY_PAUSE_BYTES) c->paused = false;
     if (!c->paused && !c->draining &&
@@ -613,6 +630,41 @@ static void join_resolved(void *ctx, const char *hostport, int rc, const struct 
         return;
     }
     conn_parse(c); /* what the client pipelined behind JOIN; flushes the reply */
+}
+
+/* The seed of a JOIN resolved (or not). Resolved, the host opens an exchange with it and
+ * the connection stays blocked until rd_query_join_done() reports the outcome, within the
+ * exchange's deadline; otherwise the answer is the reason. Never called for a closed
+ * connection (conn_close abandons the resolution). */
+static void join_resolved(void *ctx, const char *hostport, int rc, const struct rd_addr *seed,
+                          const char *why)
+{
+    struct qconn *c = ctx;
+    struct rd_query *q = c->q;
+    c->joining = NULL;
+    if (rc < 0) {
+        join_reply(c, hostport, why);
+        join_unblock(c);
+        return;
+    }
+    c->join_waiting = true; /* first: the host may report the outcome before it returns */
+    q->join_waiters++;
+    c->join_seed = *seed;
+    q->host.join(q->host.ctx, hostport, seed); /* may publish events */
+}
+
+void rd_query_join_done(struct rd_query *q, const struct rd_addr *seed, const char *why)
+{
+    if (q->closing || q->join_waiters == 0) return; /* every sync ends here: mostly none */
+    for (struct qconn *c = q->conns, *next; c; c = next) {
+        next = c->next; /* join_unblock may close c (its close takes effect later) */
+        if (!c->join_waiting || !rd_addr_equal(&c->join_seed, seed)) continue;
+        char addr[RD_ADDR_STRLEN];
+        c->join_waiting = false;
+        q->join_waiters--;
+        join_reply(c, rd_addr_format(seed, addr, sizeof addr), why);
+        join_unblock(c);
+    }
 }
 
 static void cmd_join(struct qconn *c, const struct rd_resp_request *r)
@@ -635,7 +687,7 @@ static void cmd_join(struct qconn *c, const struct rd_resp_request *r)
         join_reply(c, hostport, why);
         return;
     }
-    /* Blocked until join_resolved: no more reading or answering on this connection. */
+    /* Blocked until the JOIN is answered: no more reading or answering on this connection. */
     uv_read_stop((uv_stream_t *)&c->pipe);
 }
 
@@ -803,7 +855,7 @@ static void conn_parse(struct qconn *c)
 {
     struct rd_query *q = c->q;
     size_t off = 0;
-    while (!c->closing && !c->draining && !c->failed && !c->joining) {
+    while (!c->closing && !c->draining && !c->failed && !c->joining && !c->join_waiting) {
         if (conn_backlog(c) >= RD_QUERY_PAUSE_BYTES) {
             c->paused = true; /* resumed by conn_sent */
             uv_read_stop((uv_stream_t *)&c->pipe);

@@ -70,7 +70,9 @@ struct rd_query_host {
     /** Fills the numbers INFO shows. */
     void (*status)(void *ctx, struct rd_query_status *out);
     /** JOIN: joins through `seed`, which the server resolved from `hostport` without
-     *  blocking the loop. It may publish events before it returns. */
+     *  blocking the loop. It may publish events before it returns. It opens an exchange with
+     *  `seed` and must report its outcome, then or later, with rd_query_join_done(): the
+     *  client waits for it. */
     void (*join)(void *ctx, const char *hostport, const struct rd_addr *seed);
     /** LEAVE: starts a graceful leave (called once the client has its +OK). */
     void (*leave)(void *ctx);
@@ -86,6 +88,9 @@ struct rd_query_host {
                           char *err, size_t errlen);
     /** The port JOIN uses for an address given without one (0: a port is required). */
     int join_default_port;
+    /** Whether the agent may answer OWNER, OWNERS and MOWNER: false until it joined the
+     *  cluster it was told to join (they get -NOTREADY meanwhile); INFO `ready`. */
+    bool (*ready)(void *ctx);
 };
 
 /** Most client connections at once; further ones are accepted and closed at once. The
@@ -144,6 +149,11 @@ bool rd_query_may_change(const struct rd_query_admins *admins, const struct rd_q
 int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char *path,
                    unsigned mode, const char *admin_group, struct rd_query **out, char *err,
                    size_t errlen);
+/**
+ * The exchange a JOIN asked for with `seed` is over: every client waiting on a JOIN to that
+ * address gets +OK (`why` NULL) or -ERR with `why`, and is served again.
+ */
+void rd_query_join_done(struct rd_query *q, const struct rd_addr *seed, const char *why);
 /** Pushes one event, a flat array of strings, to every watcher. */
 void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n);
 /** Stops listening, closes every connection and removes the socket file. */

@@ -90,6 +90,7 @@ struct rd_sync {
     uv_loop_t *loop;
     struct rd_swim *swim;
     rd_sync_changed_fn changed;
+    rd_sync_result_fn result; /* NULL: nobody asked for outcomes */
     void *ctx;
     uv_tcp_t listener;
     struct sync_conn *conns;
@@ -173,15 +174,42 @@ static void conn_close(struct sync_conn *c)
     uv_close((uv_handle_t *)&c->timer, conn_closed);
 }
 
-/* The exchange is over: a failed outgoing sync is the core's business, then the owner
- * flushes whatever the core wants sent now. */
-static void sync_finish(struct sync_conn *c, bool ok)
+/* The exchange is over: the outcome of an outgoing one is the core's business (joined, or
+ * a failure counted) and the owner's (why, if it failed), then the owner flushes whatever
+ * the core wants sent now. `why` says why it failed; NULL when ok. */
+static void sync_end(struct sync_conn *c, bool ok, const char *why)
 {
     if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
     struct rd_sync *s = c->s;
-    if (c->outgoing && !ok) rd_swim_sync_failed(s->swim, now_ms(), &c->peer);
+    if (c->outgoing) {
+        if (ok)
+            rd_swim_sync_done(s->swim, now_ms(), &c->peer);
+        else
+            rd_swim_sync_failed(s->swim, now_ms(), &c->peer);
+        if (s->result) s->result(s->ctx, &c->peer, ok ? NULL : why ? why : "failed");
+    }
     conn_close(c);
     s->changed(s->ctx);
+}
+
+static void sync_finish(struct sync_conn *c, bool ok)
+{
+    sync_end(c, ok, NULL);
+}
+
+/* Why a frame was refused by the envelope rule, for an exchange we opened. */
+static const char *envelope_why(enum rd_envelope_verdict v)
+{
+    switch (v) {
+    case RD_ENVELOPE_NOKEY:
+        return "envelope: no key of ours opened the answer";
+    case RD_ENVELOPE_PLAIN:
+        return "envelope: the answer came in the clear and we need it sealed";
+    case RD_ENVELOPE_SEALED:
+        return "envelope: the answer came sealed and we have no keyring";
+    default:
+        return "envelope: malformed answer";
+    }
 }
 
 /* The connection's deadline passed. An incoming one is refused by the deadline it missed;
@@ -196,7 +224,9 @@ static void sync_timeout(uv_timer_t *t)
         rd_logf(RD_LOG_DEBUG, "sync timed out",
                 RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)));
     }
-    sync_finish(c, false);
+    char why[64];
+    snprintf(why, sizeof why, "timed out: no answer within %d ms", RD_SYNC_TIMEOUT_MS);
+    sync_end(c, false, why);
 }
 
 static struct sync_conn *conn_new(struct rd_sync *s, bool outgoing)
@@ -252,7 +282,7 @@ static void sync_written(uv_write_t *w, int status)
     free(c->out);
     c->out = NULL;
     if (status < 0) {
-        sync_finish(c, false);
+        sync_end(c, false, uv_strerror(status));
         return;
     }
     if (!c->outgoing) /* we answered: done */
@@ -295,7 +325,7 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
                                opened, len, &plain, &plen);
     if (rd_envelope_drop_count(&s->dropped, v)) {
         free(opened);
-        sync_finish(c, false);
+        sync_end(c, false, envelope_why(v));
         return;
     }
     struct rd_member *members = malloc(cap * sizeof *members);
@@ -309,9 +339,12 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
         /* malformed, unless all that failed was our own allocation */
         if (members || !decodable) refuse(s, MALFORMED, &c->peer, reason);
         free(members);
-        sync_finish(c, false);
+        sync_end(c, false, decodable ? "malformed answer" : envelope_why(v));
         return;
     }
+    /* an answer in our own name is our own agent (a seed that is our address in disguise):
+     * merging it would tell us nothing, and it is no cluster joined */
+    bool self = strcmp(pkt.from, rd_swim_self(s->swim)->name) == 0;
     bool reply = rd_swim_sync_recv(s->swim, now_ms(), &pkt);
     free(members);
     rd_wire_frame_reader_free(&c->reader); /* merged: not held while we answer */
@@ -322,14 +355,17 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
         s->changed(s->ctx);
         return;
     }
-    sync_finish(c, true);
+    sync_end(c, !(c->outgoing && self), "answered by this agent itself, or one of its name");
 }
 
 static void sync_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
 {
     struct sync_conn *c = stream->data;
     if (n < 0) {
-        sync_finish(c, false);
+        sync_end(c, false,
+                 n == UV_EOF ? "closed without an answer: it refused our state (another key or "
+                               "--cluster, or our own name?)"
+                             : uv_strerror((int)n));
         return;
     }
     size_t used; /* bytes after the frame are not part of the exchange: ignored */
@@ -338,7 +374,7 @@ static void sync_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
         refuse(c->s, c->reader.body_len == 0 ? MALFORMED : OVERSIZE, &c->peer,
                c->reader.body_len == 0 ? "zero length" : NULL);
     if (rc < 0 && rc != RD_EAGAIN) {
-        sync_finish(c, false);
+        sync_end(c, false, "malformed answer");
         return;
     }
     if (!c->outgoing && !c->have_prefix && c->reader.body_len > 0) {
@@ -362,7 +398,7 @@ static void sync_connected(uv_connect_t *req, int status)
             rd_logf(RD_LOG_DEBUG, "sync connect failed",
                     RD_FSTR("peer", rd_addr_format(&c->peer, addr, sizeof addr)),
                     RD_FSTR("error", uv_strerror(status)));
-        sync_finish(c, false);
+        sync_end(c, false, uv_strerror(status));
         return;
     }
     if (sync_send(c, RD_SYNC_REPLY) < 0 ||
@@ -375,6 +411,7 @@ void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to)
     struct sync_conn *c = s->closing ? NULL : conn_new(s, true);
     if (!c) {
         rd_swim_sync_failed(s->swim, now_ms(), to);
+        if (s->result && !s->closing) s->result(s->ctx, to, "out of memory");
         return;
     }
     c->peer = *to;
@@ -383,7 +420,12 @@ void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to)
     rd_addr_to_sockaddr(to, &ss);
     c->connect.data = c;
     int rc = uv_tcp_connect(&c->connect, &c->tcp, (struct sockaddr *)&ss, sync_connected);
-    if (rc < 0) sync_finish(c, false);
+    if (rc < 0) sync_end(c, false, uv_strerror(rc));
+}
+
+void rd_sync_set_result(struct rd_sync *s, rd_sync_result_fn result)
+{
+    s->result = result;
 }
 
 /* ---------------------------------------------------------------- admission */

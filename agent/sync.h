@@ -71,6 +71,13 @@ struct rd_sync_stats {
 
 /** Runs after a sync merged a peer's state or reported a failed sync to the core. */
 typedef void (*rd_sync_changed_fn)(void *ctx);
+/**
+ * Runs when an exchange we opened towards `peer` is over: `why` is NULL when its answer
+ * was merged (the core was told, rd_swim_sync_done), else one line saying why it failed
+ * ("connection refused", "timed out", "no key opened the answer", ...). Runs before the
+ * rd_sync_changed_fn of the same exchange.
+ */
+typedef void (*rd_sync_result_fn)(void *ctx, const struct rd_addr *peer, const char *why);
 
 /**
  * Listens for syncs on TCP `bind` (IPv6 only when bind is IPv6, as the UDP socket).
@@ -91,7 +98,10 @@ void rd_sync_set_envelope(struct rd_sync *s, const struct rd_keyring *kr, const 
  * called; without keys they change nothing.
  */
 void rd_sync_set_verify(struct rd_sync *s, bool verify_incoming, bool verify_outgoing);
-/** Opens a sync with `to`; a failure is reported to the core (rd_swim_sync_failed). */
+/** Reports the outcome of every exchange we open to `result` (same ctx as `changed`). */
+void rd_sync_set_result(struct rd_sync *s, rd_sync_result_fn result);
+/** Opens a sync with `to`; a failure is reported to the core (rd_swim_sync_failed). The
+ *  outcome is known within RD_SYNC_TIMEOUT_MS. */
 void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to);
 /**
  * Makes `seed`'s IP a known source (above): the agent calls it for every seed it joins

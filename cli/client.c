@@ -55,7 +55,12 @@ static void client_usage(void)
            "  info                     this agent's view, one field:value per line\n"
            "  watch [--json]           one line per membership or ring change until the\n"
            "                           agent closes the connection or Ctrl-C\n"
-           "  join HOST:PORT           join the cluster through HOST:PORT\n"
+           "  join HOST:PORT           join the cluster through HOST:PORT: waits for a\n"
+           "                           full-state exchange with it; exit 1 with the reason\n"
+           "                           if it failed\n"
+           "  ready                    prints ready (exit 0) once the agent joined the\n"
+           "                           cluster it was told to join, or started one;\n"
+           "                           else not-ready or unreachable (exit 1)\n"
            "  leave                    leave the cluster gracefully; the agent then exits\n"
            "  keys list [--json]       the gossip keys by fingerprint, primary first:\n"
            "                           FINGERPRINT primary|installed\n"
@@ -570,21 +575,52 @@ static int cmd_owner(const struct opts *o, char *err, size_t errlen)
 
 /* ============================================================ info, join, leave */
 
-static int cmd_info(const struct opts *o, char *err, size_t errlen)
+/* The INFO text into *out, for subcommand `name`, which takes no arguments. */
+static int info_reply(const struct opts *o, const char *name, struct rd_resp_reply **out, char *err,
+                      size_t errlen)
 {
     if (o->nargs > 0)
-        return usage_error(err, errlen, "info takes no arguments, got '%s'", o->args[0]);
+        return usage_error(err, errlen, "%s takes no arguments, got '%s'", name, o->args[0]);
     const char *req[] = {"INFO"};
-    struct rd_resp_reply *r;
-    int rc = call(o, req, 1, &r, err, errlen);
+    int rc = call(o, req, 1, out, err, errlen);
     if (rc < 0) return rc;
-    if (!is_text(r)) return unexpected(r, err, errlen);
+    return is_text(*out) ? 0 : unexpected(*out, err, errlen);
+}
+
+static int cmd_info(const struct opts *o, char *err, size_t errlen)
+{
+    struct rd_resp_reply *r;
+    int rc = info_reply(o, "info", &r, err, errlen);
+    if (rc < 0) return rc;
     /* The text as the agent wrote it, with Unix line ends so it greps and cuts cleanly. */
     for (size_t i = 0; i < r->len; i++)
         if (!(r->str[i] == '\r' && i + 1 < r->len && r->str[i + 1] == '\n')) putchar(r->str[i]);
     if (r->len > 0 && r->str[r->len - 1] != '\n') putchar('\n');
     rd_resp_reply_free(r);
     return flushed(err, errlen);
+}
+
+/* `ready`, for readiness probes: "ready" and 0 once the agent joined the cluster it was
+ * told to join (or started one), else "not-ready" and 1; an agent that cannot be asked is
+ * not ready either ("unreachable"). One word on stdout; the reason on stderr. */
+static int cmd_ready(const struct opts *o, char *err, size_t errlen)
+{
+    struct rd_resp_reply *r;
+    int rc = info_reply(o, "ready", &r, err, errlen);
+    if (rc < 0 && o->nargs > 0) return rc; /* bad usage */
+    if (rc < 0) {
+        puts("unreachable");
+        return rc == RD_EINVAL ? RD_EIO : rc; /* never "bad usage": the probe ran */
+    }
+    bool ready = strstr(r->str, "\nready:1\r\n") != NULL;
+    rd_resp_reply_free(r);
+    puts(ready ? "ready" : "not-ready");
+    rc = flushed(err, errlen);
+    if (rc == 0 && !ready) {
+        snprintf(err, errlen, "the agent has not joined its cluster yet");
+        return RD_EREFUSED;
+    }
+    return rc;
 }
 
 /* One request whose reply is one line of text (JOIN's OK, a key's fingerprint): prints it. */
@@ -781,6 +817,7 @@ static const struct subcommand subcommands[] = {
     {"watch", true, false, "ringd watch [--json] [--socket PATH]"},
     {"join", false, false, "ringd join HOST:PORT [--socket PATH]"},
     {"leave", false, false, "ringd leave [--socket PATH]"},
+    {"ready", false, false, "ringd ready [--socket PATH]"},
     {"keys", true, false,
      "ringd keys list [--json] | install KEY|- | use FINGERPRINT | remove FINGERPRINT "
      "[--socket PATH]"},
@@ -814,5 +851,6 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o, err, errlen);
     if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1, err, errlen);
     if (strcmp(sc->name, "keys") == 0) return cmd_keys(&o, err, errlen);
+    if (strcmp(sc->name, "ready") == 0) return cmd_ready(&o, err, errlen);
     return cmd_simple(&o, "leave", "LEAVE", 0, err, errlen);
 }

@@ -30,6 +30,7 @@ static void usage(FILE *out)
             "  watch      stream membership and ring changes\n"
             "  join ADDR  join a cluster through ADDR\n"
             "  leave      make the agent leave the cluster gracefully and exit\n"
+            "  ready      exit 0 if the agent joined its cluster (readiness probes)\n"
             "  keys       list, install, use or remove gossip keys at run time\n"
             "             (ringd keys list | install KEY | use FP | remove FP)\n"
             "  keygen     print a new random gossip key (base64) for --keyring-file\n"

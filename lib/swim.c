@@ -142,7 +142,8 @@ struct rd_swim {
 
     struct rd_addr seeds[SEEDS_MAX];
     size_t nseeds;
-    bool joined;
+    bool joined; /* an exchange we opened was answered and merged (rd_swim_sync_done) */
+    bool heard;  /* another member spoke to us: a datagram or a sync, asked for or not */
     uint64_t join_next_ms;
     uint32_t join_backoff_ms;
 
@@ -955,7 +956,7 @@ static void check_invariants(struct rd_swim *s, const char *after)
 static void maybe_sync_on_mismatch(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
                                    uint64_t theirs)
 {
-    if (!s->joined || theirs == rd_swim_checksum(s)) return;
+    if (!s->heard || theirs == rd_swim_checksum(s)) return;
     uint64_t gap = (uint64_t)MISMATCH_SYNC_PERIODS * s->cfg.probe_interval_ms;
     if (s->last_mismatch_sync_ms && now_ms - s->last_mismatch_sync_ms < gap) return;
     s->last_mismatch_sync_ms = now_ms;
@@ -1092,7 +1093,7 @@ static void recv_packet(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
         }
         return;
     }
-    if (!s->joined) s->joined = true;
+    s->heard = true; /* a datagram proves nothing about joining: anyone can send one */
     int sender = find_entry(s, pkt->from);
     bool known = known_member(s, pkt->from, from);
     if (sender > 0 && !in_ring(s->members[sender].status)) {
@@ -1322,7 +1323,7 @@ bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packe
 {
     if (strcmp(pkt->from, s->members[0].name) == 0) return false;
     s->stats.syncs_in++;
-    s->joined = true;
+    s->heard = true; /* joined only once our own exchange is answered: rd_swim_sync_done */
     uint64_t refutes = s->stats.refutes;
     merge_all(s, pkt, now_ms, true);
     check_invariants(s, "rd_swim_sync_recv");
@@ -1349,11 +1350,23 @@ void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_add
     s->stats.syncs_failed++;
 }
 
+void rd_swim_sync_done(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to)
+{
+    (void)now_ms, (void)to;
+    s->joined = true; /* run_join stops retrying the seeds at its next turn */
+}
+
 void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
 {
     for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++)
         if (!rd_addr_equal(&seeds[k], &s->members[0].addr)) s->seeds[s->nseeds++] = seeds[k];
-    s->joined = false;
+    if (s->joined) {
+        /* Already in a cluster: one exchange with each seed merges whatever it knows (another
+         * cluster, a healed half); joined stays, since what we had was answered already. */
+        for (size_t k = 0; k < n; k++)
+            queue_sync(s, &seeds[k]);
+        return;
+    }
     s->join_backoff_ms = 1000;
     run_join(s, now_ms);
 }
@@ -1471,6 +1484,7 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->probe_len = s->probe_pos = 0; /* we never probe ourselves */
     broadcast(s, 0);
     s->joined = false;
+    s->heard = false;
     s->join_next_ms = UINT64_MAX;
     /* spread the first probe and sync so that agents started together do not beat in step */
     s->next_probe_ms = now_ms + rd_rand_below(&s->rng, cfg->probe_interval_ms);

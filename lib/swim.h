@@ -132,10 +132,22 @@ void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt)
 bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packet *pkt);
 /** The exchange towards `to` failed (connect or read error, timeout); counted in stats. */
 void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to);
+/**
+ * The exchange we opened towards `to` was answered, and rd_swim_sync_recv() merged the
+ * answer (from another member than ourselves). The first one makes us joined. Only the
+ * caller, which opened the connection, can tell an answer from an unsolicited sync.
+ */
+void rd_swim_sync_done(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to);
 
-/** Starts joining through the seeds: syncs with them, retrying with backoff until one answers. */
+/**
+ * Joins through the seeds: syncs with them, retrying with backoff until an exchange we
+ * opened is answered (rd_swim_sync_done). Once joined, it syncs once with each new seed.
+ */
 void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n);
-/** True once any other member has been heard from. */
+/**
+ * True once a full-state exchange that we opened (towards a seed or a member) was answered
+ * and merged. A datagram or a sync someone else opened never counts: anyone can send one.
+ */
 bool rd_swim_joined(const struct rd_swim *s);
 
 /** Announces a graceful leave: we become `left` at a new incarnation and stop probing. */

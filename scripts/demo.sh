@@ -39,6 +39,10 @@ start 0
 sleep 0.2
 for i in $(seq 1 $((N - 1))); do start "$i" --join "127.0.0.1:$PORT"; done
 wait_alive "$N"; sleep 0.3
+# an agent answers OWNER once it joined (before, -NOTREADY): `ringd ready` says when
+for i in $(seq 0 $((N - 1))); do
+  for _ in $(seq 100); do "$RINGD" ready --socket "$dir/node-$i.sock" >/dev/null 2>&1 && break; sleep 0.1; done
+done
 
 say "ringd members (asked of node-2)"
 "$RINGD" members --socket "$dir/node-2.sock"

@@ -261,10 +261,15 @@ keyset() {
     printf "\n" }' >"$DIR/mowner.txt"
 }
 owners() { nice -n "$NICE" timeout 20 redis-cli -s "$(sock "$1")" <"$DIR/mowner.txt" 2>/dev/null | tr -d '\r' >"$2"; }
+# ready_all "I...": every listed host answers placement (INFO ready:1): an agent started with
+# --join answers -NOTREADY until its first full-state exchange was answered
+ready_all() { for i in $1; do [ "$(info "$i" ready)" = 1 ] || return 1; done; }
 # owners_all "I..." TAG: owners of the key set on every listed host into $DIR/owners.TAG.I;
-# true when all are complete (KEYS names, no error) and identical
+# true when all are complete (KEYS names, no error) and identical; waits (up to 10 s) for
+# every host to be ready first
 owners_all() {
   ref=""
+  wait_for 10 ready_all "$1" >/dev/null || echo "not every host of $1 was ready within 10 s"
   for i in $1; do
     f="$DIR/owners.$2.$i"
     owners "$i" "$f"

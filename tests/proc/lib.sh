@@ -75,6 +75,18 @@ wait_for() {
   done
 }
 
+# is_ready NAME: `ringd ready` says NAME answers placement (it joined, or started alone)
+is_ready() { "$RINGD" ready --socket "$DIR/$1.sock" >/dev/null 2>&1; }
+# wait_ready SECONDS NAMES...: until every agent named is ready; false (saying which) if one
+# is not within SECONDS. An agent started with --join answers OWNER, OWNERS and MOWNER with
+# -NOTREADY until its first full-state exchange with a seed or member was answered.
+wait_ready() {
+  limit=$1; shift
+  for n in "$@"; do
+    wait_for "$limit" is_ready "$n" >/dev/null || { echo "# agent $n not ready within $limit s"; return 1; }
+  done
+}
+
 ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL - $*"; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else fail "$desc"; fi; }

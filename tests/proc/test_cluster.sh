@@ -40,6 +40,7 @@ same_owners() {
     for n in $names; do [ "$(q "$n" OWNER "$k")" = "$o" ] || return 1; done
   done
 }
+check "every agent is ready" wait_ready 10 $names
 check "all agents give the same owners" same_owners
 
 # garbage to the UDP port: counted, dropped, nothing changes

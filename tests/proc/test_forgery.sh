@@ -28,6 +28,7 @@ alive_everywhere() { for n in $names; do [ "$(status_of "$n" "$1")" = alive ] ||
 three_alive() { for n in $names; do [ "$(info "$n" members_alive)" = 3 ] || return 1; done; }
 if t=$(wait_for 20 three_alive); then ok "3 agents see each other after ${t} ms"
 else fail "3 agents did not converge within 20 s"; finish; exit 1; fi
+check "every agent is ready" wait_ready 10 $names
 
 # ---- (d) a stranger's PING is not amplified
 r=$($FORGER ping "$PORT0" n0)

@@ -19,6 +19,7 @@ start n2 $((PORT0 + 2)) --max-weight 1 --join "127.0.0.1:$PORT0" || exit 1
 three_alive() { for n in $names; do [ "$(info "$n" members_alive)" = 3 ] || return 1; done; }
 if t=$(wait_for 20 three_alive); then ok "3 agents see each other after ${t} ms"
 else fail "3 agents did not converge within 20 s"; finish; exit 1; fi
+check "every agent is ready" wait_ready 10 $names
 
 # The fakes announce themselves to every agent and answer pings for 15 s.
 FAKE0=$((PORT0 + 20))

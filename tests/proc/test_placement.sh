@@ -114,6 +114,7 @@ ask_all() {
 all_same() {
   for n in $names; do cmp -s "$DIR/$1.n0" "$DIR/$1.$n" || { echo "# $n differs from n0"; return 1; }; done
 }
+check "every agent is ready" wait_ready 10 $names
 t0=$(date +%s%N)
 check "20000 keys asked of each of 5 agents" ask_all before
 echo "# 5 x $KEYS keys asked in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
@@ -135,6 +136,7 @@ if t=$(wait_for 15 agreed 6); then ok "6 agents converge on ring checksum $(info
 else fail "6 agents did not converge within 15 s"; fi
 final_checksum=$(info n0 ring_checksum)
 
+check "the sixth agent is ready" wait_ready 10 n5
 check "20000 keys asked of each of 6 agents" ask_all after
 check "all 6 agents give identical owners for 20000 keys" all_same after
 echo "# owners per member after: $(sort "$DIR/after.n0" | uniq -c | awk '{printf "%s=%s ", $2, $1}')"

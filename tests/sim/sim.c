@@ -184,6 +184,7 @@ static void do_sync(struct sim *sim, size_t i, const struct rd_addr *to)
         rd_swim_sync_state(b->swim, 0, &pkt);
         sim->sync_bytes += roundtrip(sim, &pkt, &in);
         rd_swim_sync_recv(a->swim, sim->now, &in);
+        rd_swim_sync_done(a->swim, sim->now, to); /* our exchange was answered: joined */
     }
     mark_drain(sim, (size_t)j);
 }

@@ -201,6 +201,43 @@ static void test_config_flags(void **state)
     }
 }
 
+/* --join-timeout: seconds, 0 (the default) for never, up to a day; nothing else. */
+static void test_config_join_timeout(void **state)
+{
+    static const struct {
+        const char *args[3];
+        int rc;
+        uint32_t want; /* or the error */
+        const char *err;
+    } rows[] = {
+        {{NULL}, 0, 0, NULL},
+        {{"--join-timeout", "2"}, 0, 2, NULL},
+        {{"--join-timeout=86400"}, 0, 86400, NULL},
+        {{"--join-timeout", "86401"},
+         RD_EINVAL,
+         0,
+         "--join-timeout: '86401' is not a number of seconds from 0 to 86400"},
+        {{"--join-timeout", "-1"},
+         RD_EINVAL,
+         0,
+         "--join-timeout: '-1' is not a number of seconds from 0 to 86400"},
+        {{"--join-timeout", "2s"},
+         RD_EINVAL,
+         0,
+         "--join-timeout: '2s' is not a number of seconds from 0 to 86400"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct rd_agent_config cfg;
+        char err[512] = "";
+        print_message("join-timeout #%zu\n", i);
+        assert_int_equal(parse(&cfg, rows[i].args, err, sizeof err), rows[i].rc);
+        if (rows[i].rc == 0)
+            assert_int_equal(cfg.join_timeout_s, rows[i].want);
+        else
+            assert_string_equal(err, rows[i].err);
+    }
+}
+
 /* An address longer than its field is refused, never copied: --bind and --advertise keep
  * their text until every option is known, so the length is all that guards the field. */
 static void test_config_address_too_long(void **state)
@@ -296,6 +333,7 @@ static void test_config_help_names_every_option_once(void **state)
         "gossip-verify-outgoing",
         "on-event",
         "event-timeout",
+        "join-timeout",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {
@@ -556,6 +594,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_flags),
         cmocka_unit_test(test_config_address_too_long),
+        cmocka_unit_test(test_config_join_timeout),
         cmocka_unit_test(test_config_join_and_tag_limits),
         cmocka_unit_test(test_config_help),
         cmocka_unit_test(test_config_help_names_every_option_once),

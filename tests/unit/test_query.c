@@ -49,6 +49,8 @@ struct fake_agent {
     enum rd_query_key_op key_op;
     char key_arg[160];
     uid_t key_uid;
+    bool not_ready;  /* the host's ready() says false */
+    bool join_defer; /* JOIN's exchange outcome comes later, from the test */
 };
 
 static const struct rd_ring *fake_ring(void *ctx)
@@ -125,6 +127,15 @@ static void fake_join(void *ctx, const char *hostport, const struct rd_addr *see
     snprintf(a->joined, sizeof a->joined, "%s", hostport);
     const char *ev[] = {"member", "seed", "alive", hostport, "1"};
     rd_query_publish(a->q, ev, 5);
+    /* the exchange: over at once unless deferred; port 9 refuses, as a dead seed does */
+    if (!a->join_defer)
+        rd_query_join_done(a->q, seed, seed->port == 9 ? "connection refused" : NULL);
+}
+
+static bool fake_ready(void *ctx)
+{
+    struct fake_agent *a = ctx;
+    return !a->not_ready;
 }
 
 static void fake_leave(void *ctx)
@@ -178,7 +189,8 @@ static int setup(void **state)
                                      .join = fake_join,
                                      .leave = fake_leave,
                                      .keyring_list = fake_keyring_list,
-                                     .keyring_change = fake_keyring_change};
+                                     .keyring_change = fake_keyring_change,
+                                     .ready = fake_ready};
     char err[256];
     int rc = rd_query_start(&f->loop, &f->host, f->path, 0600, NULL, &f->agent.q, err, sizeof err);
     if (rc != 0) fail_msg("rd_query_start: %s", err);
@@ -405,6 +417,7 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "keyring_keys:2\r\nkeyring_primary:00112233aabbccdd\r\n"
                  "events_handled:20\r\nevents_dropped:21\r\nhandlers_killed:22\r\n"
                  "handlers_failed:23\r\n"
+                 "ready:1\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
@@ -438,6 +451,61 @@ static void test_query_join_event_published_mid_request_precedes_the_reply(void 
     assert_int_equal(f->agent.joins, 1);
     assert_string_equal(f->agent.joined, "10.0.0.1:7946");
     close(fd);
+}
+
+/* Until the host is ready, placement is refused with -NOTREADY on a connection that stays
+ * usable; everything else answers; INFO says ready:0. Ready, the same requests answer. */
+static void test_query_not_ready_refuses_placement_only(void **state)
+{
+    struct fixture *f = *state;
+    f->agent.not_ready = true;
+    int fd = client(f);
+    expect_reply(f, fd, "OWNER k\r\nOWNERS k 2\r\nMOWNER a b\r\nOWNER\r\nPING\r\n",
+                 "-NOTREADY not joined yet\r\n-NOTREADY not joined yet\r\n"
+                 "-NOTREADY not joined yet\r\n-ERR wrong number of arguments for 'owner'\r\n"
+                 "+PONG\r\n");
+    struct got g = {.len = 0};
+    say(fd, "INFO\r\n");
+    hear_until(f, fd, &g, "connections_cut_off:0\r\n\r\n");
+    assert_non_null(strstr(g.buf, "\r\nready:0\r\nconnections:"));
+    f->agent.not_ready = false;
+    int idx = rd_ring_owner(f->agent.ring, "k", 1);
+    char want[64];
+    snprintf(want, sizeof want, "$2\r\n%s\r\n", rd_ring_member_name(f->agent.ring, (size_t)idx));
+    expect_reply(f, fd, "OWNER k\r\n", want);
+    close(fd);
+}
+
+/* JOIN answers only once the host reports the exchange: meanwhile its connection is
+ * blocked (what follows waits) and other clients are served; a failure is -ERR with the
+ * host's reason, and the connection goes on. */
+static void test_query_join_waits_for_the_exchange(void **state)
+{
+    struct fixture *f = *state;
+    f->agent.join_defer = true;
+    int fd = client(f), other = client(f);
+    say(fd, "JOIN 10.0.0.3:7946\r\nPING\r\n");
+    for (int i = 0; i < 2000 && f->agent.joins == 0; i++) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        usleep(500);
+    }
+    assert_int_equal(f->agent.joins, 1);
+    expect_reply(f, other, "PING\r\n", "+PONG\r\n"); /* served while the JOIN waits */
+    char byte;
+    for (int i = 0; i < 20; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    assert_int_equal(recv(fd, &byte, 1, MSG_DONTWAIT), -1); /* no answer yet, nor the PING's */
+    assert_int_equal(errno, EAGAIN);
+    struct rd_addr elsewhere = f->agent.seed;
+    elsewhere.port++;
+    rd_query_join_done(f->agent.q, &elsewhere, NULL); /* another exchange: not ours */
+    rd_query_join_done(f->agent.q, &f->agent.seed, "connection refused");
+    expect_reply(f, fd, "", "-ERR cannot join 10.0.0.3:7946: connection refused\r\n+PONG\r\n");
+    f->agent.join_defer = false;
+    expect_reply(f, fd, "JOIN 10.0.0.4:9\r\nJOIN 10.0.0.4:7946\r\n",
+                 "-ERR cannot join 10.0.0.4:9: connection refused\r\n+OK\r\n");
+    close(fd);
+    close(other);
 }
 
 static void test_query_events_reach_watchers_only(void **state)
@@ -887,6 +955,8 @@ int main(void)
         T(test_query_info_formats_every_field_in_order),
         T(test_query_protocol_error_is_answered_then_closed),
         T(test_query_join_event_published_mid_request_precedes_the_reply),
+        T(test_query_not_ready_refuses_placement_only),
+        T(test_query_join_waits_for_the_exchange),
         T(test_query_events_reach_watchers_only),
         T(test_query_watcher_that_does_not_read_is_cut_off),
         T(test_query_leave_happens_after_its_reply_is_written),

@@ -736,9 +736,73 @@ static void test_deaf_member_is_declared_dead_and_the_rest_stay_calm(void **stat
     sim_delete(sim);
 }
 
+/* Syncs the core asks to open until `until` (ticking every 100 ms), towards `to` only. */
+static unsigned seed_syncs(struct rd_swim *s, uint64_t from, uint64_t until,
+                           const struct rd_addr *to)
+{
+    unsigned n = 0;
+    struct rd_addr got;
+    struct rd_packet pkt;
+    struct rd_addr dst;
+    for (uint64_t t = from; t < until; t += 100) {
+        rd_swim_tick(s, t);
+        while (rd_swim_poll_send(s, t, &dst, &pkt))
+            ;
+        while (rd_swim_poll_sync(s, &got))
+            n += rd_addr_equal(&got, to);
+    }
+    return n;
+}
+
+/*
+ * Joined means that an exchange the core opened was answered: neither a datagram nor a
+ * sync opened by someone else counts (anyone can send one), and until then the seed keeps
+ * being retried. Once joined, a JOIN through another seed syncs with it once and stays
+ * joined.
+ */
+static void test_joined_only_by_an_answered_exchange(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    cfg.reconnect_interval_ms = 1000000000; /* only join retries go back to the seed */
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    struct rd_member seed = fake_member(9, 1, RD_ALIVE);
+    rd_swim_join(s, 0, &seed.addr, 1);
+    struct rd_addr to;
+    assert_true(rd_swim_poll_sync(s, &to));
+    assert_true(rd_addr_equal(&to, &seed.addr));
+    assert_false(rd_swim_joined(s));
+
+    size_t n;
+    ping_from_n1(s, 1, NULL, 0, &n); /* a stray datagram */
+    assert_false(rd_swim_joined(s));
+    static struct rd_member batch[3];
+    feed_sync(s, batch, 3, 1); /* a sync someone else opened */
+    assert_false(rd_swim_joined(s));
+    rd_swim_sync_failed(s, 0, &seed.addr);
+    assert_false(rd_swim_joined(s));
+    /* still retried with backoff: 1 s, 2 s, 4 s... so more than once in 8 s */
+    assert_true(seed_syncs(s, 100, 8000, &seed.addr) >= 2);
+
+    rd_swim_sync_done(s, 8000, &seed.addr); /* our exchange was answered */
+    assert_true(rd_swim_joined(s));
+    assert_int_equal(seed_syncs(s, 8000, 70000, &seed.addr), 0); /* no more retries */
+
+    struct rd_member other = fake_member(8, 1, RD_ALIVE); /* JOIN while joined */
+    rd_swim_join(s, 70000, &other.addr, 1);
+    assert_true(rd_swim_joined(s));
+    assert_true(rd_swim_poll_sync(s, &to));
+    assert_true(rd_addr_equal(&to, &other.addr));
+    rd_swim_delete(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_joined_only_by_an_answered_exchange),
         cmocka_unit_test(test_three_members_join_and_agree),
         cmocka_unit_test(test_ten_members_join_and_agree),
         cmocka_unit_test(test_fifty_members_join_and_agree),
