@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "rd_err.h"
 
 _Static_assert(RD_KEY_BASE64_LEN + 1 ==
@@ -278,38 +279,6 @@ static size_t keyring_text(const struct rd_keyring *kr, char *out)
     return n;
 }
 
-/* Writes all of buf[0..len) to fd; 0 or -1 with errno set. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* fsyncs the directory holding `file`; 0 or -1 with errno set. */
-static int sync_dir(const char *file)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", file);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        slash[slash == dir ? 1 : 0] = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
 /* Fails a save after PATH.tmp was created: removes it, one line in err, RD_EIO. */
 static int save_fail(const char *tmp, int fd, const char *step, char *err, size_t errlen)
 {
@@ -344,7 +313,7 @@ int rd_keyring_save(const struct rd_keyring *kr, const char *path, char *err, si
     if (fchmod(fd, 0600) < 0) return save_fail(tmp, fd, "chmod", err, errlen);
     char text[RD_KEYRING_TEXT_MAX];
     size_t len = keyring_text(kr, text);
-    int rc = write_all(fd, text, len);
+    int rc = rd_files_write_all(fd, text, len);
     sodium_memzero(text, sizeof text);
     if (rc < 0) return save_fail(tmp, fd, "write", err, errlen);
     if (fsync(fd) < 0) return save_fail(tmp, fd, "fsync", err, errlen);
@@ -359,7 +328,7 @@ int rd_keyring_save(const struct rd_keyring *kr, const char *path, char *err, si
     /* The new file is in place: a failure from here on is only a warning, since a crash
      * can then at worst bring back the old file, whole. */
     err[0] = '\0';
-    if (sync_dir(target) < 0)
+    if (rd_files_sync_dir(target) < 0)
         snprintf(err, errlen, "keyring saved, but its directory could not be synced: %s",
                  strerror(errno));
     return 0;
