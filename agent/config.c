@@ -313,6 +313,12 @@ static const struct option_def options[] = {
      set_switch,
      "with --keyring-file: off sends in the clear while sealed\n"
      "gossip still opens; needs --gossip-verify-incoming off"},
+    {"state-dir", "DIR", OPT_ONE, AT(state_dir), NULL, "none", set_path,
+     "keep a snapshot of the member table in DIR (created 0700);\n"
+     "started again, the agent rejoins through its members"},
+    {"rejoin", "", OPT_FLAG, AT(rejoin), NULL, NULL, set_bool,
+     "with --state-dir: rejoin through the snapshot even if this\n"
+     "agent left gracefully last time"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])

@@ -56,6 +56,8 @@ struct rd_agent_config {
     struct rd_keyring keyring;     /* loaded by rd_config_secure() */
     /* with a keyring: refuse plain packets / seal what is sent; on unless turned off */
     enum rd_switch gossip_verify_incoming, gossip_verify_outgoing;
+    char state_dir[4096]; /* empty: no snapshot; same size as keyring_path (set_path) */
+    bool rejoin;          /* rejoin through the snapshot even after a graceful leave */
 };
 
 /**
