@@ -132,7 +132,8 @@ static uint64_t get_uint(struct reader *r, size_t n)
     return v;
 }
 
-/* A length-prefixed string of at most `max` bytes into out[max + 1]; false if too long. */
+/* A length-prefixed string of at most `max` bytes into out[max + 1]; false if too long or
+ * holding a NUL (which would cut it short: what the caller checks must be all there is). */
 static bool get_str(struct reader *r, char *out, size_t max)
 {
     out[0] = '\0';
@@ -140,6 +141,7 @@ static bool get_str(struct reader *r, char *out, size_t max)
     if (r->short_read) return true; /* reported as truncated */
     if (n > max) return false;
     if (!take(r, n)) return true;
+    if (memchr(r->p, '\0', n)) return false;
     memcpy(out, r->p, n);
     out[n] = '\0';
     r->p += n;

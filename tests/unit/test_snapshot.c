@@ -129,6 +129,39 @@ static void test_round_trip(void **state)
     assert_string_equal(h.self, "solo");
 }
 
+/* proto/PROTOCOL.md, "Snapshot test vector": decoded, then encoded again byte for byte. */
+static void test_protocol_vector(void **state)
+{
+    (void)state;
+    static const uint8_t vec[] = {0x52, 0x44, 0x53, 0x4e, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                  0x38, 0xc2, 0xdb, 0x25, 0xe9, 0xb7, 0x4c, 0xc2, 0x16, 0x02, 0x63,
+                                  0x31, 0x02, 0x6e, 0x31, 0x00, 0x00, 0x01, 0xa2, 0x2f, 0xe7, 0x09,
+                                  0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x6e, 0x31, 0x04, 0x7f, 0x00,
+                                  0x00, 0x01, 0x4e, 0x21, 0x00, 0x00, 0x01, 0xa2, 0x2f, 0xe7, 0x09,
+                                  0x00, 0x03, 0x02, 0x6e, 0x30, 0x04, 0x7f, 0x00, 0x00, 0x01, 0x4e,
+                                  0x20, 0x00, 0x00, 0x01, 0xa2, 0x2f, 0xe6, 0xe1, 0xf0, 0x00};
+    assert_int_equal(sizeof vec, 76);
+    struct rd_snapshot_head h;
+    struct rd_snapshot_entry out[2];
+    char err[128];
+    assert_int_equal(rd_snapshot_decode(vec, sizeof vec, &h, out, 2, err, sizeof err), 2);
+    assert_string_equal(h.cluster, "c1");
+    assert_string_equal(h.self, "n1");
+    assert_true(h.saved_ms == 1796100000000u);
+    assert_string_equal(out[0].name, "n1");
+    assert_int_equal(out[0].addr.port, 20001);
+    assert_int_equal(out[0].status, RD_LEFT);
+    assert_true(out[0].incarnation == 1796100000000u);
+    assert_string_equal(out[1].name, "n0");
+    assert_memory_equal(out[1].addr.ip, "\x7f\0\0\x01", 4);
+    assert_int_equal(out[1].addr.port, 20000);
+    assert_int_equal(out[1].status, RD_ALIVE);
+    assert_true(out[1].incarnation == 1796099990000u);
+    uint8_t again[sizeof vec];
+    assert_int_equal(rd_snapshot_encode(&h, out, 2, again, sizeof again), sizeof vec);
+    assert_memory_equal(again, vec, sizeof vec);
+}
+
 static void test_every_truncation_and_padding(void **state)
 {
     (void)state;
@@ -181,6 +214,8 @@ static void test_checked_fields(void **state)
         {41, 5, "bad address family"},
         {41, 6, NULL},
         {56, 4, "record 0: bad status"},
+        {22, 0, "bad cluster label"}, /* a NUL would cut the label short */
+        {40, 0, "record 0: bad name"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         memcpy(buf, good, len);
@@ -323,6 +358,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_protocol_vector),
         cmocka_unit_test(test_every_truncation_and_padding),
         cmocka_unit_test(test_every_flipped_byte),
         cmocka_unit_test(test_checked_fields),
