@@ -294,6 +294,8 @@ static void test_config_help_names_every_option_once(void **state)
         "insecure-gossip",
         "gossip-verify-incoming",
         "gossip-verify-outgoing",
+        "state-dir",
+        "rejoin",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {
@@ -327,6 +329,11 @@ static void test_config_help_names_every_option_once(void **state)
         if (strcmp(name, "insecure-gossip") == 0) { /* the one switch: needs no value */
             assert_int_equal(parse(&cfg, args, err, sizeof err), 0);
             assert_true(cfg.insecure_gossip);
+            continue;
+        }
+        if (strcmp(name, "rejoin") == 0) { /* a switch too */
+            assert_int_equal(parse(&cfg, args, err, sizeof err), 0);
+            assert_true(cfg.rejoin);
             continue;
         }
         assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
