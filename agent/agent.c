@@ -560,9 +560,9 @@ static void snapshot_save(struct rd_agent *a, const char *why)
         rc = rd_snapshot_save(a->cfg.state_dir, buf, (size_t)rc, err, sizeof err);
     else if (buf)
         snprintf(err, sizeof err, "cannot encode the snapshot: %s", rd_strerror(rc));
-    if (rc < 0)
-        rd_logf(RD_LOG_WARN, "snapshot not saved", RD_FSTR("dir", a->cfg.state_dir),
-                RD_FSTR("error", err));
+    if (rc < 0 || err[0])
+        rd_logf(RD_LOG_WARN, rc < 0 ? "snapshot not saved" : "snapshot saved, not synced",
+                RD_FSTR("dir", a->cfg.state_dir), RD_FSTR("error", err));
     else
         rd_logf(RD_LOG_DEBUG, "snapshot saved", RD_FUINT("members", n), RD_FSTR("reason", why));
     free(buf);

@@ -4,7 +4,8 @@
  *
  * The query socket, the keyring and the snapshot each keep a file in a directory; one
  * copy of each step means one rule for all three (a directory the socket would refuse is
- * refused for the snapshot too, with the same words).
+ * refused for the snapshot too, with the same words; the keyring and the snapshot are
+ * replaced by the same sequence of temporary file, fsync, rename and fsync).
  */
 #ifndef RD_AGENT_FILES_H
 #define RD_AGENT_FILES_H
@@ -20,10 +21,16 @@
  */
 int rd_files_check_dir(const char *what, const char *dir, const struct stat *st, char *err,
                        size_t errlen);
-/** Writes all of buf[0..len) to fd, again after EINTR; 0 or -1 with errno set. */
-int rd_files_write_all(int fd, const void *buf, size_t len);
-/** fsyncs the directory holding `file`, so that a rename into it is durable; 0 or -1 with
- *  errno set. */
-int rd_files_sync_dir(const char *file);
+/**
+ * Replaces the file `target` with buf[0..len), mode 0600, so that a crash leaves the old
+ * file or the new one, each whole: writes `target`.tmp (a stale one from a crash is
+ * removed first; the new one is created O_EXCL|O_NOFOLLOW), fsyncs it, renames it over
+ * `target` and fsyncs the directory. `what` names the file in messages ("keyring"). Returns
+ * 0, with err empty, or with a warning in err when only the directory's fsync failed (the
+ * new file is in place); RD_EINVAL for a path too long; RD_EIO with one line in err
+ * ("cannot save the WHAT: STEP PATH: reason") and no temporary file left behind.
+ */
+int rd_files_replace(const char *what, const char *target, const void *buf, size_t len, char *err,
+                     size_t errlen);
 
 #endif

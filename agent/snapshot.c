@@ -7,9 +7,10 @@
  * fields, so that a file cut by a crash, flipped by a disk or written by another version
  * is told apart in one comparison and never half-used. Decoding is pure (bytes in, records
  * out, bounds checked before every read) so that the unit test can cut a file at every
- * length and the fuzzer can feed it anything. The file steps are separate and follow the
- * keyring's save: a fresh temporary file, fsync, rename over the old one, fsync of the
- * directory; reading refuses a file over RD_SNAPSHOT_MAX_BYTES before allocating.
+ * length and the fuzzer can feed it anything. The file steps are separate; saving is the
+ * keyring's sequence (files.c: a fresh temporary file, fsync, rename over the old one,
+ * fsync of the directory), and reading refuses a file over RD_SNAPSHOT_MAX_BYTES before
+ * allocating.
  */
 #include "snapshot.h"
 
@@ -268,37 +269,11 @@ static bool paths(const char *dir, char path[PATH_MAX], char tmp[PATH_MAX], char
     return true;
 }
 
-/* Fails a save after the temporary file was created: removes it, one line in err. */
-static int save_fail(const char *tmp, int fd, const char *step, char *err, size_t errlen)
-{
-    int e = errno;
-    if (fd >= 0) close(fd);
-    unlink(tmp);
-    snprintf(err, errlen, "cannot save the snapshot: %s %s: %s", step, tmp, strerror(e));
-    return RD_EIO;
-}
-
 int rd_snapshot_save(const char *dir, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
     if (!paths(dir, path, tmp, err, errlen)) return RD_EIO;
-    /* a temporary file left by a crash is ours to remove; O_EXCL|O_NOFOLLOW make sure the
-     * one written is the one just created, 0600 whatever the umask */
-    if (unlink(tmp) < 0 && errno != ENOENT) return save_fail(tmp, -1, "remove stale", err, errlen);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return save_fail(tmp, -1, "create", err, errlen);
-    if (fchmod(fd, 0600) < 0) return save_fail(tmp, fd, "chmod", err, errlen);
-    if (rd_files_write_all(fd, buf, len) < 0) return save_fail(tmp, fd, "write", err, errlen);
-    if (fsync(fd) < 0) return save_fail(tmp, fd, "fsync", err, errlen);
-    if (close(fd) < 0) return save_fail(tmp, -1, "close", err, errlen);
-    if (rename(tmp, path) < 0) return save_fail(tmp, -1, "rename", err, errlen);
-    /* in place: a crash now brings back the old file or the new one, each whole */
-    if (rd_files_sync_dir(path) < 0) {
-        snprintf(err, errlen, "snapshot saved, but %s could not be synced: %s", dir,
-                 strerror(errno));
-        return RD_EIO;
-    }
-    return 0;
+    return rd_files_replace("snapshot", path, buf, len, err, errlen);
 }
 
 int rd_snapshot_read(const char *dir, uint8_t **buf, size_t *len, char *err, size_t errlen)

@@ -81,7 +81,9 @@ int rd_snapshot_owned(const struct rd_snapshot_head *head, const char *cluster, 
 int rd_snapshot_prepare_dir(const char *dir, char *err, size_t errlen);
 /**
  * Writes buf[0..len) as dir/RD_SNAPSHOT_FILE, mode 0600: a temporary file, fsync, rename,
- * fsync of the directory. 0, or RD_EIO with one line in err (the old file then stays).
+ * fsync of the directory (rd_files_replace). 0, with a warning in err if only the
+ * directory's fsync failed (else err is empty); or RD_EIO with one line in err (the old
+ * file then stays).
  */
 int rd_snapshot_save(const char *dir, const uint8_t *buf, size_t len, char *err, size_t errlen);
 /**
