@@ -22,6 +22,9 @@
  * a SIGHUP replaces it in place, between two callbacks, so the very next datagram or sync
  * frame, either way, is sealed and opened with the new keys (nothing keeps a key across
  * callbacks: a sync frame is sealed whole when it is queued and opened whole on arrival).
+ * With --state-dir, a membership change arms the snapshot timer (one save per
+ * RD_SNAPSHOT_SAVE_MS at most, however busy the membership) and the loop's end saves once
+ * more; at start the snapshot's alive members become seeds, beside --join (snapshot.c).
  */
 #include "agent.h"
 
@@ -39,8 +42,10 @@
 #include "hooks.h"
 #include "log.h"
 #include "query.h"
+#include "rand.h"
 #include "rd_err.h"
 #include "ring.h"
+#include "snapshot.h"
 #include "swim.h"
 #include "sync.h"
 #include "wire.h"
@@ -60,6 +65,8 @@
 #define JOIN_LOG_FIRST_GAP_MS 1000
 /** ... up to this (the core's join_retry_max_ms). */
 #define JOIN_LOG_MAX_GAP_MS 30000
+/** With --state-dir, the member table is saved this long after a change (at most this often). */
+#define RD_SNAPSHOT_SAVE_MS 2000
 
 struct rd_agent {
     struct rd_agent_config cfg;
@@ -68,6 +75,7 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
+    uv_timer_t snapshot_timer; /* armed by a membership change, with --state-dir */
     uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
     struct rd_hooks *hooks; /* --on-event handlers; NULL when none */
@@ -112,6 +120,7 @@ static uint64_t wall_ms(void)
 }
 
 static void flush(struct rd_agent *a);
+static void snapshot_changed(struct rd_agent *a);
 
 /* ---------------------------------------------------------------- ring */
 
@@ -346,6 +355,7 @@ static void flush(struct rd_agent *a)
             continue;
         }
         log_event(a, &ev);
+        snapshot_changed(a);
         if (in_ring(ev.member.status) != in_ring(ev.old_status) || ev.is_new) schedule_rebuild(a);
     }
     if (!a->was_joined && rd_swim_joined(a->swim)) {
@@ -592,6 +602,132 @@ static size_t host_keyring_list(void *ctx, char fps[RD_KEYRING_MAX][RD_KEY_FINGE
     return a->cfg.keyring.nkeys;
 }
 
+/* ---------------------------------------------------------------- snapshot */
+
+/* Saves the member table in --state-dir now. A failure is logged; the next change, or the
+ * exit, tries again. */
+static void snapshot_save(struct rd_agent *a, const char *why)
+{
+    size_t count = rd_swim_member_count(a->swim);
+    if (count > RD_MAX_MEMBERS) count = RD_MAX_MEMBERS;
+    struct rd_snapshot_head head = {.saved_ms = wall_ms()};
+    snprintf(head.cluster, sizeof head.cluster, "%s", a->cfg.cluster);
+    snprintf(head.self, sizeof head.self, "%s", a->cfg.name);
+    struct rd_snapshot_entry *e = malloc((count ? count : 1) * sizeof *e);
+    size_t n = 0;
+    for (size_t i = 0; e && i < count; i++) {
+        const struct rd_member *m = rd_swim_member(a->swim, i);
+        if (m->addr.family != 4 && m->addr.family != 6) continue; /* nowhere to rejoin */
+        e[n] = (struct rd_snapshot_entry){
+            .addr = m->addr, .incarnation = m->incarnation, .status = m->status};
+        snprintf(e[n].name, sizeof e[n].name, "%s", m->name);
+        n++;
+    }
+    size_t cap = e ? rd_snapshot_encoded_len(&head, e, n) : 0;
+    uint8_t *buf = e ? malloc(cap) : NULL;
+    char err[512] = "out of memory";
+    int rc = buf ? rd_snapshot_encode(&head, e, n, buf, cap) : RD_ENOMEM;
+    if (rc >= 0)
+        rc = rd_snapshot_save(a->cfg.state_dir, buf, (size_t)rc, err, sizeof err);
+    else if (buf)
+        snprintf(err, sizeof err, "cannot encode the snapshot: %s", rd_strerror(rc));
+    if (rc < 0 || err[0])
+        rd_logf(RD_LOG_WARN, rc < 0 ? "snapshot not saved" : "snapshot saved, not synced",
+                RD_FSTR("dir", a->cfg.state_dir), RD_FSTR("error", err));
+    else
+        rd_logf(RD_LOG_DEBUG, "snapshot saved", RD_FUINT("members", n), RD_FSTR("reason", why));
+    free(buf);
+    free(e);
+}
+
+static void on_snapshot_timer(uv_timer_t *t)
+{
+    snapshot_save(t->data, "membership changed");
+}
+
+/* A membership change: saved within RD_SNAPSHOT_SAVE_MS, together with what follows it. */
+static void snapshot_changed(struct rd_agent *a)
+{
+    if (!a->cfg.state_dir[0] || uv_is_active((uv_handle_t *)&a->snapshot_timer)) return;
+    uv_timer_start(&a->snapshot_timer, on_snapshot_timer, RD_SNAPSHOT_SAVE_MS, 0);
+}
+
+/* Logs why the snapshot is not used; the agent then starts as if there were none. */
+static void snapshot_ignored(const char *dir, const char *why)
+{
+    rd_logf(RD_LOG_WARN, "snapshot ignored", RD_FSTR("file", dir), RD_FSTR("reason", why));
+}
+
+/*
+ * Reads the snapshot of the previous run from --state-dir (created 0700 if missing).
+ * Returns 0, or a negative RD_E* for a state directory that cannot be used (logged; the
+ * agent does not start, as for an unsafe socket directory). A snapshot that is missing,
+ * cut, corrupt, or another cluster's or member's is logged and ignored. Otherwise
+ * *prev_inc is our own incarnation in it, and seeds[0..*nseeds) gets up to `room` of its
+ * alive members, picked at random; none if we left gracefully, unless --rejoin.
+ */
+static int snapshot_load(struct rd_agent *a, struct rd_addr *seeds, size_t room, size_t *nseeds,
+                         uint64_t *prev_inc)
+{
+    *nseeds = 0;
+    *prev_inc = 0;
+    char err[512], path[4096 + sizeof RD_SNAPSHOT_FILE + 1];
+    int rc = rd_snapshot_prepare_dir(a->cfg.state_dir, err, sizeof err);
+    if (rc < 0) {
+        rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
+        return rc;
+    }
+    snprintf(path, sizeof path, "%s/%s", a->cfg.state_dir, RD_SNAPSHOT_FILE);
+    uint8_t *buf;
+    size_t len;
+    rc = rd_snapshot_read(a->cfg.state_dir, &buf, &len, err, sizeof err);
+    if (rc == RD_ENOENT) {
+        rd_logf(RD_LOG_INFO, "no snapshot yet", RD_FSTR("file", path));
+        return 0;
+    }
+    if (rc < 0) {
+        snapshot_ignored(path, err);
+        return 0;
+    }
+    struct rd_snapshot_head head;
+    struct rd_snapshot_entry *e = malloc(RD_MAX_MEMBERS * sizeof *e);
+    rc = e ? rd_snapshot_decode(buf, len, &head, e, RD_MAX_MEMBERS, err, sizeof err) : RD_ENOMEM;
+    free(buf);
+    if (rc >= 0) rc = rd_snapshot_owned(&head, a->cfg.cluster, a->cfg.name, err, sizeof err);
+    if (rc < 0) {
+        snapshot_ignored(path, rc == RD_ENOMEM ? "out of memory" : err);
+        free(e);
+        return 0;
+    }
+    bool left = false;
+    size_t alive = 0;
+    struct rd_rand rng;
+    rd_rand_seed(&rng, a->cfg.seed ? a->cfg.seed : wall_ms() ^ (uint64_t)getpid());
+    for (size_t i = 0; i < head.count; i++) {
+        if (strcmp(e[i].name, a->cfg.name) == 0) {
+            *prev_inc = e[i].incarnation;
+            left = e[i].status == RD_LEFT;
+        } else if (e[i].status == RD_ALIVE) {
+            /* reservoir sampling: each alive member is a seed with equal chance */
+            size_t k = alive < room ? alive : rd_rand_below(&rng, (uint32_t)alive + 1);
+            if (k < room) seeds[k] = e[i].addr;
+            alive++;
+        }
+    }
+    free(e);
+    if (left && !a->cfg.rejoin) {
+        rd_logf(RD_LOG_INFO, "left the cluster last time: not rejoining through the snapshot",
+                RD_FSTR("file", path), RD_FUINT("members_alive", alive),
+                RD_FSTR("hint", "--rejoin or --join to join again"));
+        return 0;
+    }
+    *nseeds = alive < room ? alive : room;
+    rd_logf(RD_LOG_INFO, "rejoining through the snapshot", RD_FSTR("file", path),
+            RD_FUINT("members", head.count), RD_FUINT("members_alive", alive),
+            RD_FUINT("seeds", *nseeds), RD_FUINT("saved_ms", head.saved_ms));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- leave and signals */
 
 static void agent_leave(struct rd_agent *a)
@@ -781,8 +917,18 @@ int rd_agent_run(const struct rd_agent_config *config)
                 RD_FSTR("hint", "use --advertise HOST:PORT"));
         goto out;
     }
+    /* the snapshot's members are seeds after --join's, as many as the core keeps */
+    struct rd_addr seeds[RD_JOIN_MAX];
+    size_t nsnap = 0;
+    uint64_t prev_inc = 0;
+    size_t room = RD_JOIN_MAX - (size_t)a->cfg.njoins;
+    if (a->cfg.state_dir[0] &&
+        (rc = snapshot_load(a, seeds + a->cfg.njoins, room, &nsnap, &prev_inc)) < 0)
+        goto out;
     struct rd_member self = {
         .addr = a->cfg.advertise, .weight = a->cfg.weight, .incarnation = wall_ms()};
+    /* a new life outranks everything said about the last one, even with the clock set back */
+    if (self.incarnation <= prev_inc) self.incarnation = prev_inc + 1;
     snprintf(self.name, sizeof self.name, "%s", a->cfg.name);
     snprintf(self.zone, sizeof self.zone, "%s", a->cfg.zone);
     snprintf(self.tags, sizeof self.tags, "%s", a->cfg.tags);
@@ -805,7 +951,8 @@ int rd_agent_run(const struct rd_agent_config *config)
     rd_sync_set_verify(a->sync, a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
                        a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF);
     rd_sync_set_result(a->sync, on_sync_result);
-    a->needs_join = a->cfg.njoins > 0; /* with no seed, it starts a cluster: ready at once */
+    /* with no seed (from --join or the snapshot) it starts a cluster: ready at once */
+    a->needs_join = a->cfg.njoins > 0 || nsnap > 0;
     struct rd_query_host host = {.ctx = a,
                                  .ring = host_ring,
                                  .swim = host_swim,
@@ -840,6 +987,9 @@ int rd_agent_run(const struct rd_agent_config *config)
         uv_unref((uv_handle_t *)&a->join_timer);
     }
     uv_unref((uv_handle_t *)&a->trim_timer); /* housekeeping never keeps the loop alive */
+    uv_timer_init(a->loop, &a->snapshot_timer);
+    a->snapshot_timer.data = a;
+    uv_unref((uv_handle_t *)&a->snapshot_timer);
     uv_signal_init(a->loop, &a->sigterm);
     uv_signal_init(a->loop, &a->sigint);
     uv_signal_init(a->loop, &a->sighup);
@@ -870,7 +1020,6 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("sends", a->cfg.gossip_verify_outgoing == RD_SWITCH_OFF ? "plain" : "sealed"),
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     rebuild_ring(a); /* the ring of one: ourselves */
-    struct rd_addr seeds[RD_JOIN_MAX];
     size_t nseeds = 0;
     for (int i = 0; i < a->cfg.njoins; i++) {
         char why[128];
@@ -886,10 +1035,15 @@ int rd_agent_run(const struct rd_agent_config *config)
         rd_sync_add_seed(a->sync, to);
         nseeds++;
     }
+    for (size_t i = 0; i < nsnap; i++) {
+        memmove(&seeds[nseeds], &seeds[a->cfg.njoins + i], sizeof seeds[0]);
+        rd_sync_add_seed(a->sync, &seeds[nseeds++]);
+    }
     if (nseeds) rd_swim_join(a->swim, now_ms(), seeds, nseeds);
     flush(a);
     uv_run(a->loop, UV_RUN_DEFAULT);
     rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
+    if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
     if (a->query) rd_query_close(a->query);
     rd_sync_close(a->sync);

@@ -13,14 +13,18 @@
  *     │             process per handler, fed the events on a non-blocking pipe
  *     │     └─► event.c  the JSON line of a WATCH event (also `ringd watch --json`)
  *     ├─► log.c     one logfmt or JSON line per event
- *     └─► addr.c    "host:port" text, resolution, rd_addr <-> sockaddr
+ *     ├─► addr.c    "host:port" text, resolution, rd_addr <-> sockaddr
+ *     └─► snapshot.c  the member table kept in --state-dir across restarts: its
+ *                     bytes, and saving and reading the file
+ *   files.c   the directory check and durable writes that query.c, keyring.c and
+ *             snapshot.c share
  *   config.c  `ringd agent` flags and config file, into struct rd_agent_config
  *     └─► keyring.c  the gossip keys (--keyring-file), handed to agent.c and sync.c,
  *                    which seal and open through proto/envelope.c; agent.c changes
  *                    them at run time (KEYRING commands, SIGHUP)
- * Planned next, each its own file beside these: snapshot.c (member table saved across
- * restarts), dns.c (seeds resolved by DNS without blocking the loop), metrics.c (the
- * Prometheus endpoint); the socket's pub/sub stays in query.c.
+ * Planned next, each its own file beside these: dns.c (seeds resolved by DNS without
+ * blocking the loop), metrics.c (the Prometheus endpoint); the socket's pub/sub stays in
+ * query.c.
  *
  * The client side, `ringd members | owner | info | watch | join | leave | keys` and the `ringd`
  * entry point, lives in cli/: it talks to this daemon only through the query socket and

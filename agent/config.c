@@ -360,6 +360,12 @@ static const struct option_def options[] = {
      set_join_timeout,
      "with --join: exit 1 if no seed answered a full-state exchange\n"
      "within this many seconds of the start"},
+    {"state-dir", "DIR", OPT_ONE, AT(state_dir), NULL, "none", set_path,
+     "keep a snapshot of the member table in DIR (created 0700);\n"
+     "started again, the agent rejoins through its members"},
+    {"rejoin", "", OPT_FLAG, AT(rejoin), NULL, NULL, set_bool,
+     "with --state-dir: rejoin through the snapshot even if this\n"
+     "agent left gracefully last time"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])

@@ -63,6 +63,8 @@ struct rd_agent_config {
     int non_event;
     uint32_t event_timeout_s; /* a handler running longer is killed */
     uint32_t join_timeout_s; /* with --join: exit 1 unless joined within this (0: never) */
+    char state_dir[4096]; /* empty: no snapshot; same size as keyring_path (set_path) */
+    bool rejoin;          /* rejoin through the snapshot even after a graceful leave */
 };
 
 /**

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "rd_err.h"
 
 _Static_assert(RD_KEY_BASE64_LEN + 1 ==
@@ -278,89 +279,17 @@ static size_t keyring_text(const struct rd_keyring *kr, char *out)
     return n;
 }
 
-/* Writes all of buf[0..len) to fd; 0 or -1 with errno set. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* fsyncs the directory holding `file`; 0 or -1 with errno set. */
-static int sync_dir(const char *file)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", file);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        slash[slash == dir ? 1 : 0] = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
-/* Fails a save after PATH.tmp was created: removes it, one line in err, RD_EIO. */
-static int save_fail(const char *tmp, int fd, const char *step, char *err, size_t errlen)
-{
-    int e = errno;
-    if (fd >= 0) close(fd);
-    unlink(tmp);
-    snprintf(err, errlen, "cannot save the keyring: %s %s: %s", step, tmp, strerror(e));
-    return RD_EIO;
-}
-
 int rd_keyring_save(const struct rd_keyring *kr, const char *path, char *err, size_t errlen)
 {
     if (kr->nkeys == 0) {
         snprintf(err, errlen, "cannot save the keyring: it has no key");
         return RD_EINVAL;
     }
-    char real[PATH_MAX], tmp[PATH_MAX];
+    char real[PATH_MAX];
     const char *target = realpath(path, real) ? real : path; /* the file a link points to */
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", target) >= sizeof tmp) {
-        snprintf(err, errlen, "cannot save the keyring: path too long: %s", path);
-        return RD_EINVAL;
-    }
-    /* A PATH.tmp left by a crash is removed; a fresh one is ours, mode 0600 whatever the
-     * umask, and O_EXCL|O_NOFOLLOW make sure it is the file we just created. */
-    if (unlink(tmp) < 0 && errno != ENOENT) return save_fail(tmp, -1, "remove stale", err, errlen);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot save the keyring: create %s: %s", tmp, strerror(e));
-        return RD_EIO;
-    }
-    if (fchmod(fd, 0600) < 0) return save_fail(tmp, fd, "chmod", err, errlen);
     char text[RD_KEYRING_TEXT_MAX];
     size_t len = keyring_text(kr, text);
-    int rc = write_all(fd, text, len);
+    int rc = rd_files_replace("keyring", target, text, len, err, errlen);
     sodium_memzero(text, sizeof text);
-    if (rc < 0) return save_fail(tmp, fd, "write", err, errlen);
-    if (fsync(fd) < 0) return save_fail(tmp, fd, "fsync", err, errlen);
-    if (close(fd) < 0) return save_fail(tmp, -1, "close", err, errlen);
-    if (rename(tmp, target) < 0) {
-        int e = errno;
-        unlink(tmp);
-        snprintf(err, errlen, "cannot save the keyring: rename %s to %s: %s", tmp, target,
-                 strerror(e));
-        return RD_EIO;
-    }
-    /* The new file is in place: a failure from here on is only a warning, since a crash
-     * can then at worst bring back the old file, whole. */
-    err[0] = '\0';
-    if (sync_dir(target) < 0)
-        snprintf(err, errlen, "keyring saved, but its directory could not be synced: %s",
-                 strerror(errno));
-    return 0;
+    return rc;
 }

@@ -73,6 +73,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "files.h"
 #include "log.h"
 #include "msg.h"
 #include "rd_err.h"
@@ -1060,34 +1061,11 @@ void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n)
 
 /* ============================================================ start and stop */
 
-/*
- * Refuses a socket directory that someone else could write to: they could replace the
- * socket with their own (and collect JOINs, or answer OWNER with lies). Group- or
- * world-writable is fine with the sticky bit (/tmp), as only the owner of the socket file
- * may then remove it. 0, or RD_EINVAL with one line in err.
- */
-static int check_dir(const char *dir, const struct stat *st, char *err, size_t errlen)
-{
-    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
-        snprintf(err, errlen,
-                 "socket directory %s is writable by others (mode %04o, no sticky bit): "
-                 "refusing it",
-                 dir, (unsigned)(st->st_mode & 07777));
-        return RD_EINVAL;
-    }
-    if (st->st_uid != 0 && st->st_uid != geteuid()) {
-        snprintf(err, errlen,
-                 "socket directory %s is owned by uid %u, neither root nor this agent's user: "
-                 "refusing it",
-                 dir, (unsigned)st->st_uid);
-        return RD_EINVAL;
-    }
-    return 0;
-}
-
 /* mkdir -p for the directory part of path, new directories RD_QUERY_DIR_MODE; an existing
- * directory must pass check_dir. 0, RD_EEXIST when a file stands where a directory must
- * go, RD_EINVAL for an unsafe directory, or RD_EIO; with one line in err. */
+ * directory must pass rd_files_check_dir (whoever may write to it could put their own
+ * socket in ours' place, collect JOINs and answer OWNER with lies). 0, RD_EEXIST when a
+ * file stands where a directory must go, RD_EINVAL for an unsafe directory, or RD_EIO;
+ * with one line in err. */
 static int make_parent(const char *path, char *err, size_t errlen)
 {
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -1097,7 +1075,8 @@ static int make_parent(const char *path, char *err, size_t errlen)
     *slash = '\0';
     struct stat st;
     if (stat(dir, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return check_dir(dir, &st, err, errlen);
+        if (S_ISDIR(st.st_mode))
+            return rd_files_check_dir("socket directory", dir, &st, err, errlen);
         snprintf(err, errlen, "cannot create socket %s: %s is not a directory", path, dir);
         return RD_EEXIST;
     }

@@ -334,6 +334,8 @@ static void test_config_help_names_every_option_once(void **state)
         "on-event",
         "event-timeout",
         "join-timeout",
+        "state-dir",
+        "rejoin",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {
@@ -368,6 +370,11 @@ static void test_config_help_names_every_option_once(void **state)
         if (strcmp(name, "insecure-gossip") == 0) { /* the one switch: needs no value */
             assert_int_equal(parse(&cfg, args, err, sizeof err), 0);
             assert_true(cfg.insecure_gossip);
+            continue;
+        }
+        if (strcmp(name, "rejoin") == 0) { /* a switch too */
+            assert_int_equal(parse(&cfg, args, err, sizeof err), 0);
+            assert_true(cfg.rejoin);
             continue;
         }
         assert_int_equal(parse(&cfg, args, err, sizeof err), RD_EINVAL);
