@@ -60,7 +60,7 @@ bool rd_member_valid(const struct rd_member *m)
     size_t t = strnlen(m->tags, sizeof m->tags);
     return n < sizeof m->name && rd_name_valid(m->name, n) && z < sizeof m->zone &&
            rd_zone_valid(m->zone, z) && t < sizeof m->tags && rd_tags_valid(m->tags, t) &&
-           m->status <= RD_LEFT && m->weight >= 1 && m->weight <= RD_WEIGHT_MAX &&
+           m->status <= RD_LEFT && m->weight <= RD_WEIGHT_MAX &&
            (m->addr.family == 0 || m->addr.family == 4 || m->addr.family == 6);
 }
 

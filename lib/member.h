@@ -46,7 +46,7 @@ struct rd_member {
     struct rd_addr addr;
     uint64_t incarnation; /**< raised only by the member itself; starts from its start time */
     uint8_t status;       /**< enum rd_status */
-    uint32_t weight;      /**< fixed point, RD_WEIGHT_ONE = 1.0; 1..RD_WEIGHT_MAX */
+    uint32_t weight;      /**< fixed point, RD_WEIGHT_ONE = 1.0; 0..RD_WEIGHT_MAX, 0: drained */
     char zone[RD_ZONE_MAX + 1];
     char tags[RD_TAGS_MAX + 1];
     /** For a suspect record: the member that suspected it (empty otherwise). Counting
