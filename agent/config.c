@@ -290,11 +290,13 @@ static const struct option_def options[] = {
      "log line format"},
     {"log-level", "LEVEL", OPT_ONE, AT(log_level), "info", NULL, set_log_level,
      "debug, info, warn or error"},
-    {"config", "FILE", OPT_FILE, 0, NULL, NULL, set_config,
+    {"config", "FILE", OPT_FILE, AT(config_path), NULL, NULL, set_config,
      "read options from FILE: one 'option = value' per line, as its flag;\n"
      "a # or ; at the start of a line or after a space begins a comment;\n"
      "blank lines, indentation and a UTF-8 BOM are fine; no [sections],\n"
-     "no 'option: value', no --config inside; lines up to " RD_STR(CONFIG_LINE_BYTES) " bytes"},
+     "no 'option: value', no --config inside; lines up to " RD_STR(
+         CONFIG_LINE_BYTES) " bytes;\n"
+                            "read again on SIGHUP (README, \"Reload\")"},
     {"seed", "N", OPT_ONE, AT(seed), "0", "from the clock", set_seed,
      "seed of the random generator"},
     {"keyring-file", "PATH", OPT_ONE, AT(keyring_path), NULL, "none: gossip in the clear", set_path,
@@ -527,6 +529,9 @@ int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char 
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen)
 {
+    if (strlen(val) >= sizeof cfg->config_path)
+        return refuse(o, err, errlen, "path must be 1 to %zu bytes", sizeof cfg->config_path - 1);
+    strcpy(FIELD(char, cfg, o), val);
     FILE *f = fopen(val, "r");
     if (!f) {
         snprintf(err, errlen, "--%s %s: %s", o->name, val, strerror(errno));
@@ -589,6 +594,8 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
 int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     if (rd_config_defaults(cfg, err, errlen) < 0) return RD_EINVAL;
+    cfg->argc = argc;
+    cfg->argv = argv;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

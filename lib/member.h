@@ -60,6 +60,16 @@ bool rd_name_valid(const char *s, size_t len);
 bool rd_zone_valid(const char *s, size_t len);
 /** True if `s[0..len)` is a valid tag string: empty, or "k=v" items joined by ','. */
 bool rd_tags_valid(const char *s, size_t len);
+/**
+ * Sets tag `key` to `value` in the tag string `tags` (RD_TAGS_MAX + 1 bytes): replaced in
+ * place if the key is there, appended if not. Key and value are 1 or more characters of
+ * the tag alphabet (A-Z a-z 0-9 . _ - : @ /), as --tag K=V takes them. Returns 0,
+ * RD_EINVAL for a bad key or value, RD_E2BIG when the tags would not fit; `tags` is
+ * unchanged on failure.
+ */
+int rd_tags_set(char *tags, const char *key, const char *value);
+/** Removes tag `key` from `tags`. Returns 0, or RD_ENOENT when there is no such tag. */
+int rd_tags_del(char *tags, const char *key);
 /** True if the whole record is valid: name, zone, tags, status, weight, address family. */
 bool rd_member_valid(const struct rd_member *m);
 
