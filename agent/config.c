@@ -279,13 +279,15 @@ static const struct option_def options[] = {
     {"vnodes", "N", OPT_ONE, AT(vnodes), RD_STR(RD_RING_VNODES_DEFAULT), NULL, set_vnodes,
      "ring points per member at weight 1, same on all agents"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
-     "this member's share of the ring, 0.001 to 100"},
+     "this member's share of the ring, 0.001 to 100; applied on\n"
+     "SIGHUP; `ringd weight W` changes it live, and 0 drains it"},
     {"max-weight", "W", OPT_ONE, AT(max_weight), "100", NULL, set_weight,
      "heaviest weight placed on the ring: a member that claims more\n"
      "is placed at W (same on all agents; bounds what a forged or\n"
      "misconfigured member can take)"},
     {"zone", "ZONE", OPT_ONE, AT(zone), NULL, "none", set_zone, "failure zone of this member"},
-    {"tag", "K=V", OPT_MANY, AT(tags), NULL, NULL, set_tag, "metadata shown in MEMBERS"},
+    {"tag", "K=V", OPT_MANY, AT(tags), NULL, NULL, set_tag,
+     "metadata in MEMBERS, changed live by SIGHUP and ringd tags"},
     {"log-format", "logfmt|json", OPT_ONE, AT(log_format), "logfmt", NULL, set_log_format,
      "log line format"},
     {"log-level", "LEVEL", OPT_ONE, AT(log_level), "info", NULL, set_log_level,

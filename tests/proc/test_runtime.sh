@@ -59,34 +59,37 @@ wait_for 20 joined >/dev/null || { fail "the four agents did not converge"; fini
 # ---------------------------------------------------------------- (a) SIGHUP applies
 printf 'log-level = warn\ntag = role=db\nweight = 2\n' >"$CONF"
 kill -HUP "$(pid_of a2)"
-t=$(wait_for 5 all_see 5 2.000 a2 a1 a3 a4) && all_see 6 role=db a2 a1 a3 a4
+t=$(wait_for 5 all_see 5 2.000 a2 a1 a3 a4)
 check "(a) SIGHUP: the others see a2's new weight and tag (in ${t:-never} ms)" all_see 6 role=db a2 a1 a3 a4
 expect_match "(a) one \"reloaded\" line lists log-level, tag and weight" \
     "$(grep 'msg="reloaded"' "$DIR/a2.log" | tail -1)" 'changed=log-level,tag,weight '
 kill -USR1 "$(pid_of a2)"
 sleep 0.5
+up() { kill -0 "$(pid_of "$1")" 2>/dev/null && echo up; }
 expect "(a) the new log level is in force: at warn, SIGUSR1's info lines are not written" \
-    "$(count a2 'msg="dump: ')" 0
+    "$(count a2 'msg="dump: ') $(up a2)" "0 up"
 printf 'log-level = info\ntag = role=db\nweight = 2\n' >"$CONF"
 kill -HUP "$(pid_of a2)"
 sleep 0.3
 expect_match "(a) back to info: the line names log-level alone" \
     "$(grep 'msg="reloaded"' "$DIR/a2.log" | tail -1)" 'changed=log-level '
+kill -USR1 "$(pid_of a2)"
+sleep 0.5
+expect "(a) ... and at info SIGUSR1's lines are written again" "$(count a2 'msg="dump: member" ')" 4
 
 # ---------------------------------------------------------------- (b) bad file, restart-only
 printf 'log-level = debug\nweight = lots\n' >"$CONF"
 kill -HUP "$(pid_of a2)"
 sleep 0.3
-expect_match "(b) an invalid file is refused with file:line" \
-    "$(grep 'reload failed' "$DIR/a2.log" | tail -1)" "error=\"?$CONF:2: --weight: 'lots'"
-expect "(b) ... and the config in force stays (weight)" "$(info a2 weight)" 2.000
-expect "(b) ... (log level: no debug line)" "$(count a2 'level=debug')" 0
+expect_match "(b) an invalid file is refused with file:line; weight and log level stay" \
+    "$(grep 'reload failed' "$DIR/a2.log" | tail -1) | $(info a2 weight) | $(count a2 'level=debug')" \
+    "error=\"?$CONF:2: --weight: 'lots'.* \| 2.000 \| 0$"
 printf 'log-level = info\ntag = role=db\nweight = 2\nvnodes = 64\n' >"$CONF"
 kill -HUP "$(pid_of a2)"
 sleep 0.3
-expect_match "(b) vnodes changed: nothing applied, vnodes needs a restart" \
-    "$(grep 'msg="reloaded"' "$DIR/a2.log" | tail -1)" 'changed="nothing changed" .* needs_restart=vnodes$'
-expect "(b) ... and the vnodes in force stay" "$(info a2 vnodes)" 512
+expect_match "(b) vnodes changed: nothing applied, vnodes needs a restart and stays 512" \
+    "$(grep 'msg="reloaded"' "$DIR/a2.log" | tail -1) | $(info a2 vnodes)" \
+    'changed="nothing changed" .* needs_restart=vnodes \| 512$'
 
 # ---------------------------------------------------------------- (c) 20 SIGHUPs
 wait_for 5 same_ring $ALL >/dev/null
@@ -96,13 +99,11 @@ reloads=$(count a2 'msg="reloaded"')
 suspects=$(cat "$DIR"/*.log | grep -c 'msg="member suspect" member=a2 ')
 for _ in $(seq 20); do kill -HUP "$(pid_of a2)"; sleep 0.05; done
 sleep 3
-expect "(c) 20 SIGHUPs: 20 more \"reloaded\" lines" "$(count a2 'msg="reloaded"')" $((reloads + 20))
-check "(c) ... the agent runs and answers" kill -0 "$(pid_of a2)"
-expect "(c) ... no leave" "$(count a2 'leaving cluster')" 0
-expect "(c) ... nobody suspected it" "$(cat "$DIR"/*.log | grep -c 'msg="member suspect" member=a2 ')" "$suspects"
-expect "(c) ... its incarnation did not move (nothing changed)" "$(rec a1 a2 4)" "$inc"
-check "(c) ... the ring is unchanged on every agent" same_ring $ALL
-expect "(c) ... same ring as before" "$(info a1 ring_checksum)" "$ring"
+same_ring $ALL && agree=same
+expect "(c) 20 SIGHUPs: 20 \"reloaded\" lines; the agent answers; no leave; no suspicion of it; same incarnation; same ring everywhere" \
+    "$(($(count a2 'msg="reloaded"') - reloads)) $(q a2 PING) $(count a2 'leaving cluster') \
+$(($(cat "$DIR"/*.log | grep -c 'msg="member suspect" member=a2 ') - suspects)) $(rec a1 a2 4) \
+$(info a1 ring_checksum) ${agree:-differ}" "20 PONG 0 0 $inc $ring same"
 
 # ---------------------------------------------------------------- (d) SIGUSR1 and the rest
 kill -USR1 "$(pid_of a1)"
@@ -119,9 +120,10 @@ expect "(d) SIGUSR2 and SIGPIPE: the agent still answers, no leave" \
 expect "(e) ringd tags set" "$("$RINGD" tags set rack r7 --socket "$DIR/a3.sock" 2>&1)" OK
 t=$(wait_for 5 all_see 6 rack=r7 a3 a1 a2 a4)
 check "(e) ... every agent sees rack=r7 on a3 (in ${t:-never} ms)" all_see 6 rack=r7 a3 a1 a2 a4
-expect "(e) ringd tags del" "$("$RINGD" tags del rack --socket "$DIR/a3.sock" 2>&1)" OK
+out=$("$RINGD" tags del rack --socket "$DIR/a3.sock" 2>&1)
 t=$(wait_for 5 all_see 6 "" a3 a1 a2 a4)
-check "(e) ... the tag is gone everywhere (in ${t:-never} ms)" all_see 6 "" a3 a1 a2 a4
+expect "(e) ringd tags del: OK, and the tag is gone everywhere (in ${t:-never} ms)" \
+    "$out $(all_see 6 "" a3 a1 a2 a4 && echo gone)" "OK gone"
 expect "(e) TAGS DEL of a missing tag" "$(q a3 TAGS DEL rack)" "ERR no tag 'rack'"
 expect_match "(e) TAGS SET with a bad value" "$(q a3 TAGS SET k 'a b')" "^ERR 'k=a b' is not KEY=VALUE"
 
@@ -140,6 +142,7 @@ drained=$(owners a1)
 moved=$(paste -d' ' <(echo "$heavy") <(echo "$drained") | awk '$1 != $2' | wc -l)
 of_a3=$(echo "$heavy" | grep -cx a3)
 wrong=$(paste -d' ' <(echo "$heavy") <(echo "$drained") | awk '$1 != $2 && $1 != "a3"' | wc -l)
+[ "$of_a3" -gt 0 ] || of_a3="none: a3 owned no key at weight 2"
 expect "(e) ... exactly its keys moved ($of_a3 of 2000), no other" "$moved $wrong" "$of_a3 0"
 expect_match "(e) ... the ring line logs its share moving away" \
     "$(grep 'msg="ring rebuilt"' "$DIR/a1.log" | tail -1)" 'largest_move=a3->'
@@ -147,15 +150,13 @@ expect "(e) ringd weight 1" "$("$RINGD" weight 1 --socket "$DIR/a3.sock" 2>&1)" 
 back() { [ "$(owners a1)" = "$before" ] && same_ring $ALL; }
 t=$(wait_for 5 back)
 check "(e) ... the first placement is back on every agent (in ${t:-never} ms)" back
-expect_match "(e) a weight above --max-weight is refused" "$(q a3 WEIGHT 5)" \
-    '^ERR weight 5 is above --max-weight 4.000'
-expect "(e) ... and not applied" "$(rec a3 a3 5)" 1.000
+expect_match "(e) a weight above --max-weight is refused, and not applied" \
+    "$(q a3 WEIGHT 5) | $(rec a3 a3 5)" '^ERR weight 5 is above --max-weight 4.000 \| 1.000$'
 
 # ---------------------------------------------------------------- (f) FORCE-LEAVE
 out=$("$RINGD" force-leave a2 --socket "$DIR/a1.sock" 2>&1)
 expect_match "(f) force-leave of an alive member is refused without --prune" "$? $out" \
     "^1 ringd: ERR 'a2' is alive, not dead"
-expect "(f) ... and a2 stays alive" "$(rec a3 a2 3)" alive
 kill -KILL "$(pid_of a4)"
 wait_for 40 all_see 3 dead a4 a1 a2 a3 >/dev/null
 check "(f) the killed a4 is dead everywhere first" all_see 3 dead a4 a1 a2 a3
@@ -173,7 +174,8 @@ expect "(g) nobody: -NOPERM for TAGS SET/DEL, WEIGHT, FORCE-LEAVE; PING still an
     "$NOPERM|$NOPERM|$NOPERM|$NOPERM|PONG|"
 out=$(as_nobody "$RINGD" weight 0 --socket "$DIR/a1.sock" 2>&1)
 expect "(g) \`ringd weight 0\` as nobody: exit 1 with the refusal" "$? $out" "1 ringd: $NOPERM"
-expect "(g) ... and a1 kept its weight" "$(info a1 weight)" 1.000
+expect "(g) ... and nothing changed: a1 at weight 1, a4 still left" "$(info a1 weight) $(rec a1 a4 3)" \
+    "1.000 left"
 
 no_sanitizer_reports
 finish
