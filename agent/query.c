@@ -742,20 +742,29 @@ static const struct command keyring_commands[] = {
     {"REMOVE", cmd_keyring_change, true},
 };
 
-static void cmd_keyring(struct qconn *c, const struct rd_resp_request *r)
+/* A command of subcommands (`name` in lower case for arity errors, `upper` for the rest):
+ * runs the row of table[0..n) that the second word names, or lists the `choices`. */
+static void run_subcommand(struct qconn *c, const struct rd_resp_request *r, const char *name,
+                           const char *upper, const struct command *table, size_t n,
+                           const char *choices)
 {
     if (r->argc < 2) {
-        reply_wrong_arity(c, "keyring");
+        reply_wrong_arity(c, name);
         return;
     }
-    if (run_row(c, r, 1, keyring_commands, sizeof keyring_commands / sizeof keyring_commands[0]))
-        return;
-    char text[RD_QUERY_ECHO_MAX + 80];
+    if (run_row(c, r, 1, table, n)) return;
+    char text[RD_QUERY_ECHO_MAX + 120];
     int len = r->argv[1].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[1].len;
-    snprintf(text, sizeof text,
-             "ERR unknown KEYRING subcommand '%.*s': LIST, INSTALL, USE or REMOVE", len,
-             r->argv[1].ptr);
+    snprintf(text, sizeof text, "ERR unknown %s subcommand '%.*s': %s", upper, len, r->argv[1].ptr,
+             choices);
     reply_error(c, text);
+}
+
+static void cmd_keyring(struct qconn *c, const struct rd_resp_request *r)
+{
+    run_subcommand(c, r, "keyring", "KEYRING", keyring_commands,
+                   sizeof keyring_commands / sizeof keyring_commands[0],
+                   "LIST, INSTALL, USE or REMOVE");
 }
 
 /* ---------------------------------------------------------------- run-time changes */
@@ -813,16 +822,8 @@ static const struct command tags_commands[] = {
 
 static void cmd_tags(struct qconn *c, const struct rd_resp_request *r)
 {
-    if (r->argc < 2) {
-        reply_wrong_arity(c, "tags");
-        return;
-    }
-    if (run_row(c, r, 1, tags_commands, sizeof tags_commands / sizeof tags_commands[0])) return;
-    char text[RD_QUERY_ECHO_MAX + 80];
-    int len = r->argv[1].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[1].len;
-    snprintf(text, sizeof text, "ERR unknown TAGS subcommand '%.*s': SET or DEL", len,
-             r->argv[1].ptr);
-    reply_error(c, text);
+    run_subcommand(c, r, "tags", "TAGS", tags_commands,
+                   sizeof tags_commands / sizeof tags_commands[0], "SET or DEL");
 }
 
 /* WEIGHT w: this member's weight; 0 drains it. */
