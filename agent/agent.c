@@ -67,6 +67,8 @@
 #define JOIN_LOG_MAX_GAP_MS 30000
 /** With --state-dir, the member table is saved this long after a change (at most this often). */
 #define RD_SNAPSHOT_SAVE_MS 2000
+/** SIGUSR1 logs at most this many members, one line each. */
+#define RD_DUMP_MEMBERS_MAX 512
 
 struct rd_agent {
     struct rd_agent_config cfg;
@@ -105,6 +107,8 @@ struct rd_agent {
     char rx_plain[65536];            /* an opened datagram */
     char tx_plain[RD_PACKET_BUDGET]; /* an encoded packet, before sealing */
     char tx_buf[RD_DATAGRAM_MAX];    /* what goes on the wire */
+    uv_signal_t sigusr1;
+    struct rd_agent_config loaded; /* as the arguments and --config said at the last read */
 };
 
 static uint64_t now_ms(void)
@@ -167,7 +171,7 @@ static void rebuild_ring(struct rd_agent *a)
     uint32_t heaviest_weight = 0;
     for (size_t i = 0; i < count; i++) {
         const struct rd_member *m = rd_swim_member(a->swim, i);
-        if (!in_ring(m->status)) continue;
+        if (!in_ring(m->status) || m->weight == 0) continue; /* weight 0: drained */
         uint32_t w = m->weight;
         if (w > a->cfg.max_weight) {
             capped++;
@@ -265,6 +269,8 @@ static void schedule_rebuild(struct rd_agent *a)
 
 /* ---------------------------------------------------------------- events */
 
+static void publish_member(struct rd_agent *a, const struct rd_member *m);
+
 static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
 {
     static const char *msgs[] = {"member alive", "member suspect", "member dead", "member left"};
@@ -286,6 +292,24 @@ static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
         RD_FSTR("accuser", m->accuser), /* last: only suspicions name one */
     };
     rd_log(level, msgs[m->status & 3], f, sizeof f / sizeof f[0] - (m->accuser[0] ? 0 : 1));
+    publish_member(a, m);
+}
+
+/* A member said something new about itself at the same status: weight, zone or tags. */
+static void log_update(struct rd_agent *a, const struct rd_swim_event *ev)
+{
+    const struct rd_member *m = &ev->member;
+    rd_logf(RD_LOG_INFO, "member updated", RD_FSTR("member", m->name),
+            RD_FUINT("incarnation", m->incarnation), RD_FSTR("status", rd_status_name(m->status)),
+            RD_FDBL("weight", (double)m->weight / RD_WEIGHT_ONE), RD_FSTR("zone", m->zone),
+            RD_FSTR("tags", m->tags), RD_FSTR("drained", m->weight == 0 ? "yes" : "no"));
+    publish_member(a, m);
+}
+
+static void publish_member(struct rd_agent *a, const struct rd_member *m)
+{
+    char addr[RD_ADDR_STRLEN];
+    rd_addr_format(&m->addr, addr, sizeof addr);
     char inc[24];
     snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
     const char *fields[] = {"member", m->name, rd_status_name(m->status), addr, inc};
@@ -352,6 +376,11 @@ static void flush(struct rd_agent *a)
                     RD_FSTR("claimed_from", rd_addr_format(&ev.other_addr, theirs, sizeof theirs)),
                     RD_FSTR("action", ev.self ? "kept ours; the newer agent must stop"
                                               : "refused the newcomer"));
+            continue;
+        }
+        if (ev.updated) {
+            log_update(a, &ev);
+            schedule_rebuild(a); /* a weight or zone may have moved keys */
             continue;
         }
         log_event(a, &ev);
@@ -743,18 +772,270 @@ static void agent_leave(struct rd_agent *a)
     flush(a);
 }
 
+/* ---------------------------------------------------------------- run-time changes */
+
+/* Our record with this weight, zone and tags, spread at a new incarnation; then they are
+ * the ones in force. RD_EREFUSED once leaving. */
+static int apply_self(struct rd_agent *a, uint32_t weight, const char *zone, const char *tags)
+{
+    int rc = rd_swim_update_self(a->swim, now_ms(), weight, zone, tags);
+    if (rc < 0) return rc;
+    const struct rd_member *self = rd_swim_self(a->swim); /* zone or tags may be cfg's own */
+    a->cfg.weight = weight;
+    memcpy(a->cfg.zone, self->zone, sizeof a->cfg.zone);
+    memcpy(a->cfg.tags, self->tags, sizeof a->cfg.tags);
+    flush(a);
+    return 0;
+}
+
+/* WEIGHT's argument: 0 (drain; also "0.0" and "0.000") or a weight as --weight takes it. */
+static int parse_runtime_weight(const char *text, uint32_t *out)
+{
+    if (rd_weight_parse(text, out) == 0) return 0;
+    size_t n = strlen(text);
+    if (text[0] != '0' ||
+        (n > 1 && (text[1] != '.' || n < 3 || n > 5 || strspn(text + 2, "0") != n - 2)))
+        return RD_EINVAL;
+    *out = 0;
+    return 0;
+}
+
+static int change_weight(struct rd_agent *a, const char *text, char *err, size_t errlen)
+{
+    uint32_t w;
+    if (parse_runtime_weight(text, &w) < 0) {
+        snprintf(err, errlen, "'%s' is not a weight: 0 (drain) or 0.001 to 100", text);
+        return RD_EINVAL;
+    }
+    if (w > a->cfg.max_weight) {
+        snprintf(err, errlen, "weight %s is above --max-weight %u.%03u", text,
+                 a->cfg.max_weight / RD_WEIGHT_ONE, a->cfg.max_weight % RD_WEIGHT_ONE);
+        return RD_EREFUSED;
+    }
+    return apply_self(a, w, a->cfg.zone, a->cfg.tags);
+}
+
+static int change_tags(struct rd_agent *a, bool set, const char *key, const char *value, char *err,
+                       size_t errlen)
+{
+    char tags[RD_TAGS_MAX + 1];
+    snprintf(tags, sizeof tags, "%s", a->cfg.tags);
+    int rc = set ? rd_tags_set(tags, key, value) : rd_tags_del(tags, key);
+    if (rc == RD_EINVAL)
+        snprintf(err, errlen, "'%s=%s' is not KEY=VALUE (A-Z a-z 0-9 . _ - : @ /)", key, value);
+    else if (rc == RD_E2BIG)
+        snprintf(err, errlen, "all tags together must fit in %d bytes", RD_TAGS_MAX);
+    else if (rc == RD_ENOENT)
+        snprintf(err, errlen, "no tag '%s'", key);
+    return rc < 0 ? rc : apply_self(a, a->cfg.weight, a->cfg.zone, tags);
+}
+
+static int force_leave(struct rd_agent *a, const char *name, bool prune, char *err, size_t errlen)
+{
+    const struct rd_member *m = rd_swim_find(a->swim, name);
+    const char *was = m ? rd_status_name(m->status) : "unknown";
+    int rc = rd_swim_force_leave(a->swim, now_ms(), name, prune);
+    if (rc == RD_ENOENT)
+        snprintf(err, errlen, "no member named '%s'", name);
+    else if (rc == RD_EINVAL)
+        snprintf(err, errlen, "'%s' is this agent: use LEAVE", name);
+    else if (rc == RD_EREFUSED)
+        snprintf(err, errlen,
+                 "'%s' is %s, not dead: FORCE-LEAVE %s PRUNE removes it anyway (if it is "
+                 "really alive it refutes and comes back)",
+                 name, was, name);
+    if (rc == 0)
+        rd_logf(RD_LOG_INFO, "member force-left", RD_FSTR("member", name), RD_FSTR("was", was),
+                RD_FSTR("prune", prune ? "yes" : "no"));
+    flush(a);
+    return rc;
+}
+
+/* TAGS SET/DEL, WEIGHT and FORCE-LEAVE from the query socket (an admin peer). */
+static int host_change(void *ctx, enum rd_query_change_op op, const char *arg, const char *arg2,
+                       const struct rd_query_peer *peer, char *err, size_t errlen)
+{
+    struct rd_agent *a = ctx;
+    static const char *const names[] = {"TAGS SET", "TAGS DEL", "WEIGHT", "FORCE-LEAVE"};
+    int rc;
+    if (op == RD_QUERY_FORCE_LEAVE)
+        rc = force_leave(a, arg, arg2 != NULL, err, errlen);
+    else if (op == RD_QUERY_WEIGHT)
+        rc = change_weight(a, arg, err, errlen);
+    else
+        rc = change_tags(a, op == RD_QUERY_TAG_SET, arg, arg2 ? arg2 : "", err, errlen);
+    if (rc == RD_EREFUSED && op != RD_QUERY_FORCE_LEAVE && a->leaving)
+        snprintf(err, errlen, "this agent is leaving");
+    rd_logf(rc == 0 ? RD_LOG_INFO : RD_LOG_WARN,
+            rc == 0 ? "runtime change" : "runtime change refused", RD_FSTR("command", names[op]),
+            RD_FSTR("arg", arg), RD_FSTR("value", arg2 ? arg2 : ""), RD_FUINT("by_uid", peer->uid),
+            RD_FUINT("by_pid", peer->pid), RD_FSTR("error", rc == 0 ? "" : err));
+    return rc;
+}
+
+/* Appends `word` to the comma-separated list in out (cap bytes). */
+static void list_add(char *out, size_t cap, const char *word)
+{
+    size_t n = strlen(out);
+    snprintf(out + n, cap - n, "%s%s", n ? "," : "", word);
+}
+
+/* An on|off switch as rd_config_secure() leaves it: unset reads on. */
+static bool switch_on(enum rd_switch s)
+{
+    return s != RD_SWITCH_OFF;
+}
+
+/* The options that only take effect at start and differ in `next`, as a list. */
+static void restart_only(const struct rd_agent_config *in, const struct rd_agent_config *next,
+                         char *out, size_t cap)
+{
+    bool joins = in->njoins != next->njoins;
+    for (int i = 0; i < in->njoins && !joins; i++)
+        joins = strcmp(in->joins[i], next->joins[i]) != 0;
+    const struct {
+        const char *name;
+        bool differs;
+    } opts[] = {
+        {"name", strcmp(in->name, next->name) != 0},
+        {"bind", strcmp(in->bind_text, next->bind_text) != 0},
+        {"advertise", strcmp(in->advertise_text, next->advertise_text) != 0},
+        {"join", joins},
+        {"socket", strcmp(in->socket_path, next->socket_path) != 0},
+        {"socket-mode", in->socket_mode != next->socket_mode},
+        {"admin-group", strcmp(in->admin_group, next->admin_group) != 0},
+        {"vnodes", in->vnodes != next->vnodes},
+        {"max-weight", in->max_weight != next->max_weight},
+        {"seed", in->seed != next->seed},
+        {"keyring-file", strcmp(in->keyring_path, next->keyring_path) != 0},
+        {"cluster", strcmp(in->cluster, next->cluster) != 0},
+        {"insecure-gossip", in->insecure_gossip != next->insecure_gossip},
+        {"gossip-verify-incoming",
+         switch_on(in->gossip_verify_incoming) != switch_on(next->gossip_verify_incoming)},
+        {"gossip-verify-outgoing",
+         switch_on(in->gossip_verify_outgoing) != switch_on(next->gossip_verify_outgoing)},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (opts[i].differs) list_add(out, cap, opts[i].name);
+}
+
+/*
+ * SIGHUP's part for the options: the arguments are parsed again, --config file included.
+ * What the file changed since it was last read is applied if it can change live (log
+ * level and format, tags, zone, weight; the record goes out at a new incarnation); what
+ * cannot is named as needing a restart and left alone. A weight, tag or zone changed at
+ * run time by a socket command stays until the file changes that same option. A file
+ * that does not parse changes nothing.
+ */
+static void reload_config(struct rd_agent *a)
+{
+    const char *path = a->cfg.config_path[0] ? a->cfg.config_path : "none";
+    struct rd_agent_config *next = malloc(sizeof *next);
+    char err[1024];
+    int rc = next ? rd_config_parse(next, a->cfg.argc, a->cfg.argv, err, sizeof err) : RD_ENOMEM;
+    if (rc == RD_ENOMEM) snprintf(err, sizeof err, "out of memory");
+    if (rc == 0 && next->weight > a->cfg.max_weight) {
+        snprintf(err, sizeof err, "--weight %u.%03u is above --max-weight %u.%03u in force",
+                 next->weight / RD_WEIGHT_ONE, next->weight % RD_WEIGHT_ONE,
+                 a->cfg.max_weight / RD_WEIGHT_ONE, a->cfg.max_weight % RD_WEIGHT_ONE);
+        rc = RD_EINVAL;
+    }
+    if (rc != 0) {
+        rd_logf(RD_LOG_ERROR, "reload failed: the config in force stays", RD_FSTR("config", path),
+                RD_FSTR("error", err));
+        free(next);
+        return;
+    }
+    const struct rd_agent_config *was = &a->loaded;
+    char changed[256] = "", restart[512] = "";
+    bool log_changed = next->log_level != was->log_level || next->log_format != was->log_format;
+    if (next->log_level != was->log_level) list_add(changed, sizeof changed, "log-level");
+    if (next->log_format != was->log_format) list_add(changed, sizeof changed, "log-format");
+    bool tags = strcmp(next->tags, was->tags) != 0, zone = strcmp(next->zone, was->zone) != 0;
+    bool weight = next->weight != was->weight;
+    if (tags) list_add(changed, sizeof changed, "tag");
+    if (zone) list_add(changed, sizeof changed, "zone");
+    if (weight) list_add(changed, sizeof changed, "weight");
+    restart_only(&a->cfg, next, restart, sizeof restart);
+    if ((tags || zone || weight) &&
+        apply_self(a, weight ? next->weight : a->cfg.weight, zone ? next->zone : a->cfg.zone,
+                   tags ? next->tags : a->cfg.tags) < 0) {
+        rd_logf(RD_LOG_ERROR, "reload failed: the config in force stays", RD_FSTR("config", path),
+                RD_FSTR("error", "this agent is leaving"));
+        free(next);
+        return;
+    }
+    if (log_changed) {
+        a->cfg.log_level = next->log_level;
+        a->cfg.log_format = next->log_format;
+        rd_log_setup(stderr, a->cfg.log_format, a->cfg.log_level);
+    }
+    struct rd_log_field f[] = {
+        RD_FSTR("config", path),
+        RD_FSTR("changed", changed[0] ? changed : "nothing changed"),
+        RD_FDBL("weight", (double)a->cfg.weight / RD_WEIGHT_ONE),
+        RD_FSTR("zone", a->cfg.zone),
+        RD_FSTR("tags", a->cfg.tags),
+        RD_FSTR("needs_restart", restart), /* last: only when an option needs one */
+    };
+    /* said even at a log level that hides info: the operator asked for it */
+    rd_log(log_changed && !rd_log_enabled(RD_LOG_INFO) ? RD_LOG_WARN : RD_LOG_INFO, "reloaded", f,
+           sizeof f / sizeof f[0] - (restart[0] ? 0 : 1));
+    a->loaded = *next;
+    free(next);
+}
+
 /*
  * SIGHUP re-reads what may change while the agent runs, one part after the other; each
  * part logs its own outcome and keeps what is in force when its source is bad, so SIGHUP
- * never stops the agent. Today the one part is the keyring file; the rest of the
- * configuration would be further rows.
+ * never stops the agent: the options (--config), then the keyring file.
  */
-static void (*const reloaders[])(struct rd_agent *a) = {reload_keyring};
+static void (*const reloaders[])(struct rd_agent *a) = {reload_config, reload_keyring};
 
 static void on_sighup(uv_signal_t *s, int signum)
 {
     for (size_t i = 0; i < sizeof reloaders / sizeof reloaders[0]; i++)
         reloaders[i](s->data);
+}
+
+/* SIGUSR1: the member table (RD_DUMP_MEMBERS_MAX lines at most) and the counters, logged. */
+static void on_sigusr1(uv_signal_t *sig, int signum)
+{
+    struct rd_agent *a = sig->data;
+    size_t count = rd_swim_member_count(a->swim);
+    size_t shown = count < RD_DUMP_MEMBERS_MAX ? count : RD_DUMP_MEMBERS_MAX;
+    rd_logf(RD_LOG_INFO, "dump: member table", RD_FUINT("members", count),
+            RD_FUINT("listed", shown), RD_FUINT("limit", RD_DUMP_MEMBERS_MAX));
+    for (size_t i = 0; i < shown; i++) {
+        const struct rd_member *m = rd_swim_member(a->swim, i);
+        char addr[RD_ADDR_STRLEN];
+        rd_logf(RD_LOG_INFO, "dump: member", RD_FSTR("member", m->name),
+                RD_FSTR("addr", rd_addr_format(&m->addr, addr, sizeof addr)),
+                RD_FSTR("status", rd_status_name(m->status)),
+                RD_FUINT("incarnation", m->incarnation),
+                RD_FDBL("weight", (double)m->weight / RD_WEIGHT_ONE), RD_FSTR("zone", m->zone),
+                RD_FSTR("tags", m->tags));
+    }
+    const struct rd_swim_stats *st = rd_swim_stats(a->swim);
+    size_t counts[4];
+    rd_swim_counts(a->swim, counts);
+    struct rd_sync_stats ss;
+    rd_sync_stats(a->sync, &ss);
+    rd_logf(RD_LOG_INFO, "dump: counters", RD_FUINT("members_alive", counts[RD_ALIVE]),
+            RD_FUINT("members_suspect", counts[RD_SUSPECT]),
+            RD_FUINT("members_dead", counts[RD_DEAD]), RD_FUINT("members_left", counts[RD_LEFT]),
+            RD_FUINT("ring_version", a->ring_version),
+            RD_FHEX("ring_checksum", rd_ring_checksum(a->ring)),
+            RD_FHEX("member_checksum", rd_swim_checksum(a->swim)),
+            RD_FUINT("packets_in", st->packets_in), RD_FUINT("packets_out", st->packets_out),
+            RD_FUINT("packets_malformed", a->malformed_packets), RD_FUINT("probes", st->probes),
+            RD_FUINT("probes_failed", st->probes_failed), RD_FUINT("refutes", st->refutes),
+            RD_FUINT("syncs_in", st->syncs_in), RD_FUINT("syncs_out", st->syncs_out),
+            RD_FUINT("syncs_failed", st->syncs_failed), RD_FUINT("syncs_malformed", ss.malformed),
+            RD_FUINT("events_dropped", st->events_dropped),
+            RD_FUINT("members_refused_full", st->members_refused_full),
+            RD_FUINT("health", rd_swim_health(a->swim)),
+            RD_FUINT("uptime_s", (now_ms() - a->start_ms) / 1000));
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -896,14 +1177,27 @@ static void close_walk(uv_handle_t *h, void *arg)
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
+/* The signals an operator may send that have no work here never stop the agent without a
+ * leave: SIGUSR1 is ignored until (and after) on_sigusr1 is in place, SIGUSR2 always, and
+ * SIGPIPE (a query client gone mid-reply) always. */
+static void ignore_operator_signals(void)
+{
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 int rd_agent_run(const struct rd_agent_config *config)
 {
     /* A reload request never stops the agent: ignored until on_sighup is in place, and
      * again once the loop closed it (libuv then restores the default, which kills). */
     signal(SIGHUP, SIG_IGN);
+    ignore_operator_signals();
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->cfg = *config;
+    a->loaded = *config;
+    sodium_memzero(&a->loaded.keyring, sizeof a->loaded.keyring); /* reload_keyring's part */
     rd_log_setup(stderr, a->cfg.log_format, a->cfg.log_level);
     raise_fd_limit();
     a->loop = uv_default_loop();
@@ -961,6 +1255,7 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .leave = host_leave,
                                  .keyring_list = host_keyring_list,
                                  .keyring_change = host_keyring_change,
+                                 .change = host_change,
                                  .join_default_port = RD_DEFAULT_PORT,
                                  .ready = host_ready};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
@@ -998,6 +1293,9 @@ int rd_agent_run(const struct rd_agent_config *config)
     uv_signal_start(&a->sigint, on_signal, SIGINT);
     uv_signal_start(&a->sighup, on_sighup, SIGHUP);
     signal(SIGPIPE, SIG_IGN);
+    uv_signal_init(a->loop, &a->sigusr1);
+    a->sigusr1.data = a;
+    uv_signal_start(&a->sigusr1, on_sigusr1, SIGUSR1);
 
     char addr[RD_ADDR_STRLEN], bind[RD_ADDR_STRLEN];
     rd_logf(RD_LOG_INFO, "agent started", RD_FSTR("member", self.name),
@@ -1050,6 +1348,7 @@ out:
     rd_hooks_close(a->hooks);
     uv_walk(a->loop, close_walk, a);
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
+    ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);
     uv_loop_close(a->loop);
     rd_swim_delete(a->swim);

@@ -318,22 +318,26 @@ static const struct option_def options[] = {
     {"vnodes", "N", OPT_ONE, AT(vnodes), RD_STR(RD_RING_VNODES_DEFAULT), NULL, set_vnodes,
      "ring points per member at weight 1, same on all agents"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
-     "this member's share of the ring, 0.001 to 100"},
+     "this member's share of the ring, 0.001 to 100; applied on\n"
+     "SIGHUP; `ringd weight W` changes it live, and 0 drains it"},
     {"max-weight", "W", OPT_ONE, AT(max_weight), "100", NULL, set_weight,
      "heaviest weight placed on the ring: a member that claims more\n"
      "is placed at W (same on all agents; bounds what a forged or\n"
      "misconfigured member can take)"},
     {"zone", "ZONE", OPT_ONE, AT(zone), NULL, "none", set_zone, "failure zone of this member"},
-    {"tag", "K=V", OPT_MANY, AT(tags), NULL, NULL, set_tag, "metadata shown in MEMBERS"},
+    {"tag", "K=V", OPT_MANY, AT(tags), NULL, NULL, set_tag,
+     "metadata in MEMBERS, changed live by SIGHUP and ringd tags"},
     {"log-format", "logfmt|json", OPT_ONE, AT(log_format), "logfmt", NULL, set_log_format,
      "log line format"},
     {"log-level", "LEVEL", OPT_ONE, AT(log_level), "info", NULL, set_log_level,
      "debug, info, warn or error"},
-    {"config", "FILE", OPT_FILE, 0, NULL, NULL, set_config,
+    {"config", "FILE", OPT_FILE, AT(config_path), NULL, NULL, set_config,
      "read options from FILE: one 'option = value' per line, as its flag;\n"
      "a # or ; at the start of a line or after a space begins a comment;\n"
      "blank lines, indentation and a UTF-8 BOM are fine; no [sections],\n"
-     "no 'option: value', no --config inside; lines up to " RD_STR(CONFIG_LINE_BYTES) " bytes"},
+     "no 'option: value', no --config inside; lines up to " RD_STR(
+         CONFIG_LINE_BYTES) " bytes;\n"
+                            "read again on SIGHUP (README, \"Reload\")"},
     {"seed", "N", OPT_ONE, AT(seed), "0", "from the clock", set_seed,
      "seed of the random generator"},
     {"keyring-file", "PATH", OPT_ONE, AT(keyring_path), NULL, "none: gossip in the clear", set_path,
@@ -580,6 +584,9 @@ int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char 
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen)
 {
+    if (strlen(val) >= sizeof cfg->config_path)
+        return refuse(o, err, errlen, "path must be 1 to %zu bytes", sizeof cfg->config_path - 1);
+    strcpy(FIELD(char, cfg, o), val);
     FILE *f = fopen(val, "r");
     if (!f) {
         snprintf(err, errlen, "--%s %s: %s", o->name, val, strerror(errno));
@@ -642,6 +649,8 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
 int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     if (rd_config_defaults(cfg, err, errlen) < 0) return RD_EINVAL;
+    cfg->argc = argc;
+    cfg->argv = argv;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

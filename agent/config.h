@@ -65,11 +65,17 @@ struct rd_agent_config {
     uint32_t join_timeout_s; /* with --join: exit 1 unless joined within this (0: never) */
     char state_dir[4096]; /* empty: no snapshot; same size as keyring_path (set_path) */
     bool rejoin;          /* rejoin through the snapshot even after a graceful leave */
+    /* what SIGHUP parses again: the arguments (they live as long as the process) and the
+     * last --config file among them ("" for none) */
+    int argc;
+    char **argv;
+    char config_path[4096];
 };
 
 /**
  * Parses `ringd agent` arguments (argv[0] is "agent") over the defaults, then resolves the
  * addresses. Returns 0, 1 when --help was printed, or RD_EINVAL with one line in err.
+ * cfg keeps argc and argv (not copied): SIGHUP parses them again, config file and all.
  */
 int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen);
 /** Sets every field to its option's default. Returns 0 (RD_EINVAL only if a default is bad). */

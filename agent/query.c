@@ -103,6 +103,8 @@
 #define RD_QUERY_ECHO_MAX 64
 /** Longest argument of KEYRING INSTALL, USE or REMOVE (a key is 44 characters). */
 #define RD_QUERY_KEY_ARG_MAX 128
+/** Longest argument of WEIGHT ("100.000" is 7 characters). */
+#define RD_QUERY_WEIGHT_ARG_MAX 16
 /** Mode of the socket's directories that we create: the group may reach the socket. */
 #define RD_QUERY_DIR_MODE 0750
 /** Buffer for one group or user record (getgrnam_r), grown on ERANGE up to this. */
@@ -796,27 +798,125 @@ static const struct command keyring_commands[] = {
     {"REMOVE", cmd_keyring_change, true},
 };
 
-static void cmd_keyring(struct qconn *c, const struct rd_resp_request *r)
+/* A command of subcommands (`name` in lower case for arity errors, `upper` for the rest):
+ * runs the row of table[0..n) that the second word names, or lists the `choices`. */
+static void run_subcommand(struct qconn *c, const struct rd_resp_request *r, const char *name,
+                           const char *upper, const struct command *table, size_t n,
+                           const char *choices)
 {
     if (r->argc < 2) {
-        reply_wrong_arity(c, "keyring");
+        reply_wrong_arity(c, name);
         return;
     }
-    if (run_row(c, r, 1, keyring_commands, sizeof keyring_commands / sizeof keyring_commands[0]))
-        return;
-    char text[RD_QUERY_ECHO_MAX + 80];
+    if (run_row(c, r, 1, table, n)) return;
+    char text[RD_QUERY_ECHO_MAX + 120];
     int len = r->argv[1].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[1].len;
-    snprintf(text, sizeof text,
-             "ERR unknown KEYRING subcommand '%.*s': LIST, INSTALL, USE or REMOVE", len,
-             r->argv[1].ptr);
+    snprintf(text, sizeof text, "ERR unknown %s subcommand '%.*s': %s", upper, len, r->argv[1].ptr,
+             choices);
     reply_error(c, text);
 }
 
+static void cmd_keyring(struct qconn *c, const struct rd_resp_request *r)
+{
+    run_subcommand(c, r, "keyring", "KEYRING", keyring_commands,
+                   sizeof keyring_commands / sizeof keyring_commands[0],
+                   "LIST, INSTALL, USE or REMOVE");
+}
+
+/* ---------------------------------------------------------------- run-time changes */
+
+/* Copies argument i of r into out (cap bytes) as text: false, with -ERR sent naming
+ * `what`, when it is empty, too long or holds a NUL. */
+static bool arg_text(struct qconn *c, const struct rd_resp_request *r, size_t i, char *out,
+                     size_t cap, const char *what)
+{
+    const struct rd_resp_arg *a = &r->argv[i];
+    if (a->len == 0 || a->len >= cap || memchr(a->ptr, '\0', a->len)) {
+        char text[160];
+        snprintf(text, sizeof text, "ERR bad %s: 1 to %zu characters", what, cap - 1);
+        reply_error(c, text);
+        return false;
+    }
+    memcpy(out, a->ptr, a->len);
+    out[a->len] = '\0';
+    return true;
+}
+
+/* Hands one change to the host and answers +OK or -ERR with its reason. */
+static void run_change(struct qconn *c, enum rd_query_change_op op, const char *arg,
+                       const char *arg2)
+{
+    char why[512], text[sizeof why + 8];
+    struct rd_query_peer peer = {.uid = c->uid, .gid = c->gid, .pid = c->pid};
+    if (c->q->host.change(c->q->host.ctx, op, arg, arg2, &peer, why, sizeof why) < 0) {
+        snprintf(text, sizeof text, "ERR %s", why);
+        reply_error(c, text);
+        return;
+    }
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+/* TAGS SET key value | TAGS DEL key */
+static void cmd_tags_change(struct qconn *c, const struct rd_resp_request *r)
+{
+    bool set = arg_is(&r->argv[1], "SET");
+    if (r->argc != (set ? 4 : 3)) {
+        reply_wrong_arity(c, set ? "tags set" : "tags del");
+        return;
+    }
+    char key[RD_TAGS_MAX + 1], value[RD_TAGS_MAX + 1];
+    if (!arg_text(c, r, 2, key, sizeof key, "tag key") ||
+        (set && !arg_text(c, r, 3, value, sizeof value, "tag value")))
+        return;
+    run_change(c, set ? RD_QUERY_TAG_SET : RD_QUERY_TAG_DEL, key, set ? value : NULL);
+}
+
+static const struct command tags_commands[] = {
+    {"SET", cmd_tags_change, true},
+    {"DEL", cmd_tags_change, true},
+};
+
+static void cmd_tags(struct qconn *c, const struct rd_resp_request *r)
+{
+    run_subcommand(c, r, "tags", "TAGS", tags_commands,
+                   sizeof tags_commands / sizeof tags_commands[0], "SET or DEL");
+}
+
+/* WEIGHT w: this member's weight; 0 drains it. */
+static void cmd_weight(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 2) {
+        reply_wrong_arity(c, "weight");
+        return;
+    }
+    char w[RD_QUERY_WEIGHT_ARG_MAX + 1];
+    if (arg_text(c, r, 1, w, sizeof w, "weight")) run_change(c, RD_QUERY_WEIGHT, w, NULL);
+}
+
+/* FORCE-LEAVE name [PRUNE] */
+static void cmd_force_leave(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 2 && r->argc != 3) {
+        reply_wrong_arity(c, "force-leave");
+        return;
+    }
+    if (r->argc == 3 && !arg_is(&r->argv[2], "PRUNE")) {
+        reply_error(c, "ERR syntax: FORCE-LEAVE name [PRUNE]");
+        return;
+    }
+    char name[RD_NAME_MAX + 1];
+    if (arg_text(c, r, 1, name, sizeof name, "member name"))
+        run_change(c, RD_QUERY_FORCE_LEAVE, name, r->argc == 3 ? "PRUNE" : NULL);
+}
+
 static const struct command commands[] = {
-    {"OWNER", cmd_owner, false}, {"MOWNER", cmd_mowner, false},   {"OWNERS", cmd_owners, false},
-    {"PING", cmd_ping, false},   {"MEMBERS", cmd_members, false}, {"INFO", cmd_info, false},
-    {"WATCH", cmd_watch, false}, {"JOIN", cmd_join, true},        {"LEAVE", cmd_leave, true},
-    {"QUIT", cmd_quit, false},   {"KEYRING", cmd_keyring, false},
+    {"OWNER", cmd_owner, false},     {"MOWNER", cmd_mowner, false},
+    {"OWNERS", cmd_owners, false},   {"PING", cmd_ping, false},
+    {"MEMBERS", cmd_members, false}, {"INFO", cmd_info, false},
+    {"WATCH", cmd_watch, false},     {"JOIN", cmd_join, true},
+    {"LEAVE", cmd_leave, true},      {"QUIT", cmd_quit, false},
+    {"KEYRING", cmd_keyring, false}, {"TAGS", cmd_tags, false},
+    {"WEIGHT", cmd_weight, true},    {"FORCE-LEAVE", cmd_force_leave, true},
 };
 
 static void dispatch(struct qconn *c, const struct rd_resp_request *r)

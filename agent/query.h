@@ -56,6 +56,14 @@ struct rd_query_status {
 /** The keyring changes a client may ask for (KEYRING INSTALL, USE, REMOVE). */
 enum rd_query_key_op { RD_QUERY_KEY_INSTALL, RD_QUERY_KEY_USE, RD_QUERY_KEY_REMOVE };
 
+/** The run-time changes of TAGS SET, TAGS DEL, WEIGHT and FORCE-LEAVE. */
+enum rd_query_change_op {
+    RD_QUERY_TAG_SET,     /**< arg: the key, arg2: the value */
+    RD_QUERY_TAG_DEL,     /**< arg: the key */
+    RD_QUERY_WEIGHT,      /**< arg: the weight as the client wrote it ("0" drains) */
+    RD_QUERY_FORCE_LEAVE, /**< arg: the member's name; arg2 non-NULL: PRUNE */
+};
+
 /**
  * What the server may ask of its host. Every function gets `ctx` back and is called on the
  * loop's thread; none may be NULL. The ring and the member table are read during one
@@ -86,6 +94,10 @@ struct rd_query_host {
     int (*keyring_change)(void *ctx, enum rd_query_key_op op, const char *arg,
                           const struct rd_query_peer *peer, char fp[RD_KEY_FINGERPRINT_LEN + 1],
                           char *err, size_t errlen);
+    /** TAGS SET/DEL, WEIGHT or FORCE-LEAVE, asked by an admin `peer`: applies it and
+     *  returns 0, or a negative RD_E* with one line in err (sent after "-ERR "). */
+    int (*change)(void *ctx, enum rd_query_change_op op, const char *arg, const char *arg2,
+                  const struct rd_query_peer *peer, char *err, size_t errlen);
     /** The port JOIN uses for an address given without one (0: a port is required). */
     int join_default_port;
     /** Whether the agent may answer OWNER, OWNERS and MOWNER: false until it joined the

@@ -70,7 +70,16 @@ static void client_usage(void)
            "  keys remove FINGERPRINT  drop a key that is not the primary\n"
            "                           (a FINGERPRINT may be any unambiguous prefix; install,\n"
            "                           use and remove change the keyring file too, and need\n"
-           "                           root, the agent's user or its --admin-group)\n\n"
+           "                           root, the agent's user or its --admin-group)\n"
+           "  tags set KEY VALUE       set a tag of this member (as --tag KEY=VALUE)\n"
+           "  tags del KEY             remove a tag of this member\n"
+           "  weight W                 this member's weight, 0.001 to --max-weight; 0 drains\n"
+           "                           it: listed and alive, but it owns no keys\n"
+           "  force-leave [--prune] NAME\n"
+           "                           mark a dead member left on every agent now; --prune\n"
+           "                           also an alive or suspect one (it refutes if it lives)\n"
+           "                           (tags, weight and force-leave need root, the agent's\n"
+           "                           user or its --admin-group, as keys install does)\n\n"
            "  --socket PATH            the agent's query socket (default: $RINGD_SOCKET,\n"
            "                           else %s); accepted anywhere in the arguments\n"
            "  --json                   JSON output: members prints an array of objects,\n"
@@ -88,7 +97,7 @@ struct opts {
     const char *socket;
     const char *args[RD_CLIENT_MAX_ARGS];
     int nargs;
-    bool json, help, has_n;
+    bool json, help, has_n, prune;
     long n;
 };
 
@@ -134,6 +143,8 @@ static int parse_args(int argc, char **argv, struct opts *o, char *err, size_t e
                 o->help = true;
             } else if (strcmp(a, "--json") == 0) {
                 o->json = true;
+            } else if (strcmp(a, "--prune") == 0) {
+                o->prune = true;
             } else if (strcmp(a, "--socket") == 0 || strncmp(a, "--socket=", 9) == 0) {
                 if (a[8] == '=') {
                     val = a + 9;
@@ -725,6 +736,28 @@ static int cmd_keys(const struct opts *o, char *err, size_t errlen)
                        "FINGERPRINT");
 }
 
+/* ============================================================ run-time changes */
+
+/* `tags set KEY VALUE`, `tags del KEY`: TAGS SET/DEL, "OK" back. */
+static int cmd_tags(const struct opts *o, char *err, size_t errlen)
+{
+    bool set = o->nargs >= 1 && strcmp(o->args[0], "set") == 0;
+    bool del = o->nargs >= 1 && strcmp(o->args[0], "del") == 0;
+    if (!set && !del) return usage_error(err, errlen, "tags needs set KEY VALUE or del KEY");
+    if (o->nargs != (set ? 3 : 2))
+        return usage_error(err, errlen, set ? "tags set needs KEY VALUE" : "tags del needs KEY");
+    const char *req[] = {"TAGS", set ? "SET" : "DEL", o->args[1], set ? o->args[2] : NULL};
+    return call_print(o, req, set ? 4 : 3, err, errlen);
+}
+
+/* `force-leave [--prune] NAME`: FORCE-LEAVE NAME [PRUNE]. */
+static int cmd_force_leave(const struct opts *o, char *err, size_t errlen)
+{
+    if (o->nargs != 1) return usage_error(err, errlen, "force-leave needs one member NAME");
+    const char *req[] = {"FORCE-LEAVE", o->args[0], "PRUNE"};
+    return call_print(o, req, o->prune ? 3 : 2, err, errlen);
+}
+
 /* ============================================================ watch */
 
 static const char *who(const char *name)
@@ -821,6 +854,9 @@ static const struct subcommand subcommands[] = {
     {"keys", true, false,
      "ringd keys list [--json] | install KEY|- | use FINGERPRINT | remove FINGERPRINT "
      "[--socket PATH]"},
+    {"tags", false, false, "ringd tags set KEY VALUE | del KEY [--socket PATH]"},
+    {"weight", false, false, "ringd weight W [--socket PATH]"},
+    {"force-leave", false, false, "ringd force-leave [--prune] NAME [--socket PATH]"},
 };
 
 int rd_client_run(int argc, char **argv, char *err, size_t errlen)
@@ -845,6 +881,8 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (o.json && !sc->json)
         return usage_error(err, errlen, "--json is not an option of '%s'", sc->name);
     if (o.has_n && !sc->n) return usage_error(err, errlen, "-n is not an option of '%s'", sc->name);
+    if (o.prune && strcmp(sc->name, "force-leave") != 0)
+        return usage_error(err, errlen, "--prune is not an option of '%s'", sc->name);
     if (strcmp(sc->name, "members") == 0) return cmd_members(&o, err, errlen);
     if (strcmp(sc->name, "owner") == 0) return cmd_owner(&o, err, errlen);
     if (strcmp(sc->name, "info") == 0) return cmd_info(&o, err, errlen);
@@ -852,5 +890,12 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1, err, errlen);
     if (strcmp(sc->name, "keys") == 0) return cmd_keys(&o, err, errlen);
     if (strcmp(sc->name, "ready") == 0) return cmd_ready(&o, err, errlen);
+    if (strcmp(sc->name, "tags") == 0) return cmd_tags(&o, err, errlen);
+    if (strcmp(sc->name, "force-leave") == 0) return cmd_force_leave(&o, err, errlen);
+    if (strcmp(sc->name, "weight") == 0) {
+        if (o.nargs != 1) return usage_error(err, errlen, "weight needs one W (0 drains)");
+        const char *req[] = {"WEIGHT", o.args[0]};
+        return call_print(&o, req, 2, err, errlen);
+    }
     return cmd_simple(&o, "leave", "LEAVE", 0, err, errlen);
 }

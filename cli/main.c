@@ -33,6 +33,10 @@ static void usage(FILE *out)
             "  ready      exit 0 if the agent joined its cluster (readiness probes)\n"
             "  keys       list, install, use or remove gossip keys at run time\n"
             "             (ringd keys list | install KEY | use FP | remove FP)\n"
+            "  tags       set or remove a tag of this member (ringd tags set K V | del K)\n"
+            "  weight W   change this member's weight; 0 drains it\n"
+            "  force-leave NAME\n"
+            "             mark a dead member left everywhere (--prune: also a live one)\n"
             "  keygen     print a new random gossip key (base64) for --keyring-file\n"
             "  version    print the version\n\n"
             "Client commands take --socket PATH (or RINGD_SOCKET; default %s)\n"
@@ -66,7 +70,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "agent") == 0) {
-        signal(SIGHUP, SIG_IGN); /* a reload request, even while the agent starts */
+        signal(SIGHUP, SIG_IGN);  /* a reload request, even while the agent starts */
+        signal(SIGUSR1, SIG_IGN); /* a dump request, likewise */
         struct rd_agent_config cfg;
         char err[512];
         int rc = rd_config_parse(&cfg, argc - 1, argv + 1, err, sizeof err);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rd_err.h"
+
 static bool name_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -53,6 +55,54 @@ bool rd_tags_valid(const char *s, size_t len)
     return true;
 }
 
+/* Copies the items of `tags` but the one keyed `key` into out; true if that one was there. */
+static bool tags_without(const char *tags, const char *key, char *out)
+{
+    size_t klen = strlen(key), n = 0;
+    bool found = false;
+    for (const char *p = tags; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            found = true;
+        } else {
+            if (n) out[n++] = ',';
+            memcpy(out + n, p, len);
+            n += len;
+        }
+        p += len;
+        if (*p == ',') p++;
+    }
+    out[n] = '\0';
+    return found;
+}
+
+int rd_tags_set(char *tags, const char *key, const char *value)
+{
+    size_t kl = strlen(key), vl = strlen(value);
+    if (kl == 0 || vl == 0 || kl > RD_TAGS_MAX || vl > RD_TAGS_MAX || !in_alphabet(key, kl, true) ||
+        !in_alphabet(value, vl, true))
+        return RD_EINVAL;
+    char next[RD_TAGS_MAX + 1];
+    tags_without(tags, key, next);
+    size_t have = strlen(next);
+    if (have + (have ? 1 : 0) + kl + 1 + vl > RD_TAGS_MAX) return RD_E2BIG;
+    char *p = next + have;
+    if (have) *p++ = ',';
+    memcpy(p, key, kl);
+    p[kl] = '=';
+    memcpy(p + kl + 1, value, vl + 1);
+    strcpy(tags, next);
+    return 0;
+}
+
+int rd_tags_del(char *tags, const char *key)
+{
+    char next[RD_TAGS_MAX + 1];
+    if (!tags_without(tags, key, next)) return RD_ENOENT;
+    strcpy(tags, next);
+    return 0;
+}
+
 bool rd_member_valid(const struct rd_member *m)
 {
     size_t n = strnlen(m->name, sizeof m->name);
@@ -60,7 +110,7 @@ bool rd_member_valid(const struct rd_member *m)
     size_t t = strnlen(m->tags, sizeof m->tags);
     return n < sizeof m->name && rd_name_valid(m->name, n) && z < sizeof m->zone &&
            rd_zone_valid(m->zone, z) && t < sizeof m->tags && rd_tags_valid(m->tags, t) &&
-           m->status <= RD_LEFT && m->weight >= 1 && m->weight <= RD_WEIGHT_MAX &&
+           m->status <= RD_LEFT && m->weight <= RD_WEIGHT_MAX &&
            (m->addr.family == 0 || m->addr.family == 4 || m->addr.family == 6);
 }
 

@@ -46,7 +46,7 @@ struct rd_member {
     struct rd_addr addr;
     uint64_t incarnation; /**< raised only by the member itself; starts from its start time */
     uint8_t status;       /**< enum rd_status */
-    uint32_t weight;      /**< fixed point, RD_WEIGHT_ONE = 1.0; 1..RD_WEIGHT_MAX */
+    uint32_t weight;      /**< fixed point, RD_WEIGHT_ONE = 1.0; 0..RD_WEIGHT_MAX, 0: drained */
     char zone[RD_ZONE_MAX + 1];
     char tags[RD_TAGS_MAX + 1];
     /** For a suspect record: the member that suspected it (empty otherwise). Counting
@@ -60,6 +60,16 @@ bool rd_name_valid(const char *s, size_t len);
 bool rd_zone_valid(const char *s, size_t len);
 /** True if `s[0..len)` is a valid tag string: empty, or "k=v" items joined by ','. */
 bool rd_tags_valid(const char *s, size_t len);
+/**
+ * Sets tag `key` to `value` in the tag string `tags` (RD_TAGS_MAX + 1 bytes): replaced in
+ * place if the key is there, appended if not. Key and value are 1 or more characters of
+ * the tag alphabet (A-Z a-z 0-9 . _ - : @ /), as --tag K=V takes them. Returns 0,
+ * RD_EINVAL for a bad key or value, RD_E2BIG when the tags would not fit; `tags` is
+ * unchanged on failure.
+ */
+int rd_tags_set(char *tags, const char *key, const char *value);
+/** Removes tag `key` from `tags`. Returns 0, or RD_ENOENT when there is no such tag. */
+int rd_tags_del(char *tags, const char *key);
 /** True if the whole record is valid: name, zone, tags, status, weight, address family. */
 bool rd_member_valid(const struct rd_member *m);
 

@@ -429,6 +429,20 @@ static void push_event(struct rd_swim *s, uint32_t i, uint8_t old_status, bool i
     ev->is_new = is_new;
     ev->self = i == 0;
     ev->conflict = false;
+    ev->updated = false;
+}
+
+/* Member i's record changed at the same status: placement may have (weight, zone). */
+static void push_update(struct rd_swim *s, uint32_t i)
+{
+    push_event(s, i, s->members[i].status, false);
+    if (s->ev_len) s->events[(s->ev_head + s->ev_len - 1) % s->ev_cap].updated = true;
+}
+
+/* True when a and b differ in what a member says about itself: weight, zone, tags. */
+static bool record_differs(const struct rd_member *a, const struct rd_member *b)
+{
+    return a->weight != b->weight || strcmp(a->zone, b->zone) != 0 || strcmp(a->tags, b->tags) != 0;
 }
 
 /* Reports (at most every reclaim period per member) a namesake at another address. */
@@ -682,13 +696,17 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     /* alive wins only when strictly newer; suspect/dead/left also at equal incarnation
      * if they rank higher (alive < suspect < dead < left) */
     if (!(newer || (same && rec.status > old))) return false;
+    bool differs = record_differs(&rec, cur);
     tally(s, i, -1);
     *cur = rec;
     cur->status = old; /* set_status records the transition */
     tally(s, i, 1);
     set_status(s, i, rec.status, now_ms);
     if (rec.status == RD_SUSPECT) start_suspicion(s, i, rec.accuser, now_ms);
-    if (old != rec.status) push_event(s, i, old, false);
+    if (old != rec.status)
+        push_event(s, i, old, false);
+    else if (differs)
+        push_update(s, i);
     broadcast_n(s, i, rec.status == RD_ALIVE && old != RD_ALIVE ? 2 : 1);
     return true;
 }
@@ -1392,6 +1410,47 @@ void rd_swim_leave(struct rd_swim *s, uint64_t now_ms)
 bool rd_swim_leave_done(const struct rd_swim *s)
 {
     return s->leaving && (rd_txqueue_sends_left(&s->txq, 0) == 0 || live_count(s) == 0);
+}
+
+/* ---------------------------------------------------------------- run-time changes */
+
+int rd_swim_update_self(struct rd_swim *s, uint64_t now_ms, uint32_t weight, const char *zone,
+                        const char *tags)
+{
+    if (s->leaving) return RD_EREFUSED;
+    struct rd_member next = s->members[0];
+    if (strlen(zone) >= sizeof next.zone || strlen(tags) >= sizeof next.tags) return RD_EINVAL;
+    next.weight = weight;
+    strcpy(next.zone, zone);
+    strcpy(next.tags, tags);
+    if (!rd_member_valid(&next)) return RD_EINVAL;
+    if (!record_differs(&next, &s->members[0])) return 0;
+    next.incarnation = inc_sat(next.incarnation);
+    tally(s, 0, -1);
+    s->members[0] = next;
+    tally(s, 0, 1);
+    push_update(s, 0);
+    broadcast_n(s, 0, 2); /* as a refutation: every member must hear it */
+    s->next_gossip_ms = now_ms;
+    check_invariants(s, "update_self");
+    return 0;
+}
+
+int rd_swim_force_leave(struct rd_swim *s, uint64_t now_ms, const char *name, bool prune)
+{
+    int idx = find_entry(s, name);
+    if (idx < 0) return RD_ENOENT;
+    if (idx == 0) return RD_EINVAL;
+    uint32_t i = (uint32_t)idx;
+    uint8_t old = s->members[i].status;
+    if (old == RD_LEFT) return 0;
+    if (in_ring(old) && !prune) return RD_EREFUSED;
+    set_status(s, i, RD_LEFT, now_ms);
+    push_event(s, i, old, false);
+    broadcast_n(s, i, 2);
+    s->next_gossip_ms = now_ms;
+    check_invariants(s, "force_leave");
+    return 0;
 }
 
 /* ---------------------------------------------------------------- queries */

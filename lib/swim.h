@@ -61,6 +61,8 @@ struct rd_swim_event {
     bool self;                 /**< the change is about this agent */
     bool conflict;             /**< not a change: a namesake claims member's name from
                                     `other_addr`, and was refused */
+    bool updated;              /**< same status, but the record's weight, zone or tags
+                                    changed (a newer incarnation said so) */
     struct rd_addr other_addr; /**< the refused namesake's address, when `conflict` */
 };
 
@@ -154,6 +156,25 @@ bool rd_swim_joined(const struct rd_swim *s);
 void rd_swim_leave(struct rd_swim *s, uint64_t now_ms);
 /** True when the leave has been sent as often as any update is (or nobody is left to tell). */
 bool rd_swim_leave_done(const struct rd_swim *s);
+
+/**
+ * Changes our own weight (0 drains: in the table, alive, but in no ring), zone and tags at
+ * run time. Our incarnation rises by one, the checksum follows, an `updated` event about
+ * us is queued and the record is gossiped at once, as a refutation is. Returns 0 (also
+ * when nothing differs: then nothing is sent), RD_EINVAL for a value no record may carry,
+ * RD_EREFUSED once leaving.
+ */
+int rd_swim_update_self(struct rd_swim *s, uint64_t now_ms, uint32_t weight, const char *zone,
+                        const char *tags);
+/**
+ * Marks another member `left` at the incarnation we know it by, and gossips it: others
+ * take it, since left outranks alive, suspect and dead at one incarnation (PROTOCOL.md,
+ * "Force-leave"). A dead member only, unless `prune`; the member itself, if it is in fact
+ * alive, refutes with a higher incarnation and is alive again everywhere. Returns 0 (also
+ * for a member already left), RD_ENOENT for an unknown name, RD_EINVAL for ourselves,
+ * RD_EREFUSED for an alive or suspect member without `prune`.
+ */
+int rd_swim_force_leave(struct rd_swim *s, uint64_t now_ms, const char *name, bool prune);
 
 /** Our own record as the cluster should know it. */
 const struct rd_member *rd_swim_self(const struct rd_swim *s);

@@ -455,7 +455,7 @@ static int decode_member(const char **pos, const char *end, struct rd_member *m,
     if (read_uint_in(pos, end, 0, UINT64_MAX, &m->incarnation, f, "bad incarnation") < 0) return -1;
     if (read_uint_in(pos, end, RD_ALIVE, RD_LEFT, &v, f, "bad status") < 0) return -1;
     m->status = (uint8_t)v;
-    if (read_uint_in(pos, end, 1, RD_WEIGHT_MAX, &v, f, "bad weight") < 0) return -1;
+    if (read_uint_in(pos, end, 0, RD_WEIGHT_MAX, &v, f, "bad weight") < 0) return -1;
     m->weight = (uint32_t)v;
 
     if ((rc = read_str(pos, end, &s, &n)) != R_OK) return reject(f, rc, "bad zone");

@@ -414,6 +414,13 @@ void sim_leave(struct sim *sim, size_t i)
     drain_all(sim);
 }
 
+void sim_poke(struct sim *sim, size_t i)
+{
+    if (sim->m[i].state != SIM_UP) return;
+    mark_drain(sim, i);
+    drain_all(sim);
+}
+
 static void set_pairs(struct sim *sim, size_t a, size_t b, double loss, int cut)
 {
     for (size_t x = 0; x < sim->n; x++)

@@ -59,6 +59,9 @@ void sim_set_delay(struct sim *sim, uint32_t delay_ms, uint32_t jitter_ms);
  *  pkt is round-tripped through the codec first), and what it answers is sent. */
 void sim_inject(struct sim *sim, size_t i, const struct rd_addr *from, const struct rd_packet *pkt);
 
+/** Member i's core was changed from outside, as a socket command does: what it now wants
+ *  sent goes out at once, and its next tick is rescheduled. */
+void sim_poke(struct sim *sim, size_t i);
 /** Runs until virtual time `t`. */
 void sim_run_until(struct sim *sim, uint64_t t);
 /** Runs for `ms` of virtual time. */

@@ -48,6 +48,9 @@ struct fake_agent {
     int key_changes;     /* KEYRING INSTALL/USE/REMOVE that reached the host */
     enum rd_query_key_op key_op;
     char key_arg[160];
+    int changes; /* TAGS, WEIGHT, FORCE-LEAVE the host was asked for */
+    enum rd_query_change_op change_op;
+    char change_arg[300], change_arg2[300];
     uid_t key_uid;
     bool not_ready;  /* the host's ready() says false */
     bool join_defer; /* JOIN's exchange outcome comes later, from the test */
@@ -115,6 +118,21 @@ static int fake_keyring_change(void *ctx, enum rd_query_key_op op, const char *a
         return RD_ENOENT;
     }
     snprintf(fp, RD_KEY_FINGERPRINT_LEN + 1, "ffeeddccbbaa9988");
+    return 0;
+}
+
+static int fake_change(void *ctx, enum rd_query_change_op op, const char *arg, const char *arg2,
+                       const struct rd_query_peer *peer, char *err, size_t errlen)
+{
+    struct fake_agent *a = ctx;
+    a->changes++;
+    a->change_op = op;
+    snprintf(a->change_arg, sizeof a->change_arg, "%s", arg);
+    snprintf(a->change_arg2, sizeof a->change_arg2, "%s", arg2 ? arg2 : "(null)");
+    if (strcmp(arg, "nope") == 0) {
+        snprintf(err, errlen, "no tag 'nope'");
+        return RD_ENOENT;
+    }
     return 0;
 }
 
@@ -190,7 +208,8 @@ static int setup(void **state)
                                      .leave = fake_leave,
                                      .keyring_list = fake_keyring_list,
                                      .keyring_change = fake_keyring_change,
-                                     .ready = fake_ready};
+                                     .ready = fake_ready,
+                                     .change = fake_change};
     char err[256];
     int rc = rd_query_start(&f->loop, &f->host, f->path, 0600, NULL, &f->agent.q, err, sizeof err);
     if (rc != 0) fail_msg("rd_query_start: %s", err);
@@ -941,6 +960,68 @@ static void test_query_keyring_changes_are_admin_only(void **state)
     close(fd);
 }
 
+/* TAGS SET/DEL, WEIGHT and FORCE-LEAVE reach the host with their words; malformed ones
+ * do not, and the connection answers on. */
+static void test_query_runtime_change_commands(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    expect_reply(f, fd, "tags set rack r7\r\n", "+OK\r\n");
+    assert_int_equal(f->agent.change_op, RD_QUERY_TAG_SET);
+    assert_string_equal(f->agent.change_arg, "rack");
+    assert_string_equal(f->agent.change_arg2, "r7");
+    expect_reply(f, fd, "TAGS DEL nope\r\n", "-ERR no tag 'nope'\r\n");
+    assert_int_equal(f->agent.change_op, RD_QUERY_TAG_DEL);
+    assert_string_equal(f->agent.change_arg2, "(null)");
+    expect_reply(f, fd, "WEIGHT 0\r\n", "+OK\r\n");
+    assert_int_equal(f->agent.change_op, RD_QUERY_WEIGHT);
+    assert_string_equal(f->agent.change_arg, "0");
+    expect_reply(f, fd, "FORCE-LEAVE m9\r\n", "+OK\r\n");
+    assert_int_equal(f->agent.change_op, RD_QUERY_FORCE_LEAVE);
+    assert_string_equal(f->agent.change_arg2, "(null)");
+    expect_reply(f, fd, "force-leave m9 prune\r\n", "+OK\r\n");
+    assert_string_equal(f->agent.change_arg2, "PRUNE");
+    assert_int_equal(f->agent.changes, 5);
+    expect_reply(f, fd, "FORCE-LEAVE m9 NOW\r\n", "-ERR syntax: FORCE-LEAVE name [PRUNE]\r\n");
+    expect_reply(f, fd, "FORCE-LEAVE\r\n", "-ERR wrong number of arguments for 'force-leave'\r\n");
+    expect_reply(f, fd, "WEIGHT 1 2\r\n", "-ERR wrong number of arguments for 'weight'\r\n");
+    expect_reply(f, fd, "TAGS SET k\r\n", "-ERR wrong number of arguments for 'tags set'\r\n");
+    expect_reply(f, fd, "TAGS DEL\r\n", "-ERR wrong number of arguments for 'tags del'\r\n");
+    expect_reply(f, fd, "TAGS\r\n", "-ERR wrong number of arguments for 'tags'\r\n");
+    expect_reply(f, fd, "TAGS LIST\r\n", "-ERR unknown TAGS subcommand 'LIST': SET or DEL\r\n");
+    char name[80], req[160];
+    memset(name, 'n', 65);
+    name[65] = '\0';
+    snprintf(req, sizeof req, "FORCE-LEAVE %s\r\n", name);
+    expect_reply(f, fd, req, "-ERR bad member name: 1 to 64 characters\r\n");
+    static const char with_nul[] = "*3\r\n$4\r\nTAGS\r\n$3\r\nDEL\r\n$3\r\na\0b\r\n";
+    assert_int_equal(send(fd, with_nul, sizeof with_nul - 1, 0), (ssize_t)sizeof with_nul - 1);
+    struct got g = {.len = 0};
+    const char *want = "-ERR bad tag key: 1 to 255 characters\r\n";
+    hear(f, fd, &g, strlen(want));
+    assert_string_equal(g.buf, want);
+    expect_reply(f, fd, "PING\r\n", "+PONG\r\n");
+    assert_int_equal(f->agent.changes, 5);
+    close(fd);
+}
+
+/* A stranger gets -NOPERM for every run-time change, and the host is never asked. */
+static void test_query_runtime_changes_are_admin_only(void **state)
+{
+    struct fixture *f = *state;
+    if (geteuid() != 0) skip();
+    int fd = client_as(f, 65534, 65534);
+    expect_reply(f, fd,
+                 "TAGS SET k v\r\nTAGS DEL k\r\nWEIGHT 0\r\nFORCE-LEAVE m2 PRUNE\r\nPING\r\n",
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "-NOPERM this command needs root or the agent's user\r\n"
+                 "+PONG\r\n");
+    assert_int_equal(f->agent.changes, 0);
+    close(fd);
+}
+
 int main(void)
 {
     /* As in the agent: a client that vanished is a failed write, not a signal. */
@@ -948,6 +1029,8 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_query_answers_a_pipelined_batch_in_order),
+        T(test_query_runtime_change_commands),
+        T(test_query_runtime_changes_are_admin_only),
         T(test_query_empty_ring_answers_nil),
         T(test_query_owners_of_zero_is_an_empty_array),
         T(test_query_errors_keep_the_connection),

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rd_err.h"
 #include "sim.h"
 #include "wire.h"
 
@@ -799,6 +800,129 @@ static void test_joined_only_by_an_answered_exchange(void **state)
     rd_swim_delete(s);
 }
 
+/* ---------------------------------------------------------------- run-time changes */
+
+struct record_seen {
+    size_t about;
+    uint32_t weight;
+    const char *tags;
+};
+
+/* Every up member other than `about` holds its record at this weight and these tags. */
+static bool all_see_record(struct sim *sim, void *arg)
+{
+    const struct record_seen *w = arg;
+    for (size_t i = 0; i < sim_size(sim); i++) {
+        if (i == w->about || sim_state(sim, i) != SIM_UP) continue;
+        const struct rd_member *m = rd_swim_find(sim_swim(sim, i), sim_name(sim, w->about));
+        if (!m || m->status != RD_ALIVE || m->weight != w->weight || strcmp(m->tags, w->tags) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* A drain (weight 0) and a tag made on one member of 50 reach all within 2 s, through
+ * gossip alone; the checksums agree again and nobody took it for a death. */
+static void test_a_change_to_ones_own_record_is_seen_by_all_within_two_seconds(void **state)
+{
+    size_t n = 50;
+    struct sim *sim = cluster(n, 81);
+    converge(sim, n, 20000);
+    sim_run(sim, 10000); /* let the join news die down */
+    struct rd_swim *s7 = sim_swim(sim, 7);
+    uint64_t inc = rd_swim_self(s7)->incarnation, sum = rd_swim_checksum(s7);
+    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), 0, "", "role=db"), 0);
+    assert_int_equal(rd_swim_self(s7)->incarnation, inc + 1);
+    assert_int_equal(rd_swim_self(s7)->weight, 0);
+    assert_true(rd_swim_checksum(s7) != sum);
+    assert_int_equal(rd_swim_check(s7, &(const char *){NULL}), 0);
+    sim_poke(sim, 7);
+    struct record_seen want = {7, 0, "role=db"};
+    uint64_t t = sim_run_until_pred(sim, all_see_record, &want, 10, 10000);
+    printf("# a drain and a tag on 1 member of %zu reached all in %llu ms\n", n,
+           (unsigned long long)t);
+    assert_true(t <= 2000);
+    sim_run(sim, 5000);
+    assert_true(sim_converged(sim, n)); /* checksums equal again: weight 0 counted alike */
+    assert_int_equal(sim_event_count(sim, 7, RD_DEAD), 0);
+    assert_int_equal(sim_event_count(sim, 7, RD_SUSPECT), 0);
+    /* nothing new to say: no new incarnation */
+    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), 0, "", "role=db"), 0);
+    assert_int_equal(rd_swim_self(s7)->incarnation, inc + 1);
+    /* and back: the same way */
+    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), RD_WEIGHT_ONE, "", ""), 0);
+    sim_poke(sim, 7);
+    want = (struct record_seen){7, RD_WEIGHT_ONE, ""};
+    t = sim_run_until_pred(sim, all_see_record, &want, 10, 10000);
+    printf("# the undrain reached all in %llu ms\n", (unsigned long long)t);
+    assert_true(t <= 2000);
+    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), RD_WEIGHT_MAX + 1, "", ""), RD_EINVAL);
+    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), 1, "", "no-equals"), RD_EINVAL);
+    assert_consistent(sim);
+    sim_delete(sim);
+}
+
+/* Each member's own view of `about`'s status, for those that are up. */
+static bool all_but_see(struct sim *sim, size_t about, size_t except, int status)
+{
+    for (size_t i = 0; i < sim_size(sim); i++)
+        if (i != about && i != except && sim_state(sim, i) == SIM_UP &&
+            sim_view(sim, i, about) != status)
+            return false;
+    return true;
+}
+
+/* A dead member force-left on one agent is left on all of them, within the same 2 s. */
+static void test_force_leave_of_a_dead_member_is_taken_by_all(void **state)
+{
+    size_t n = 50;
+    struct sim *sim = cluster(n, 83);
+    converge(sim, n, 20000);
+    struct rd_swim *s0 = sim_swim(sim, 0);
+    assert_int_equal(rd_swim_force_leave(s0, sim_now(sim), "m9", false), RD_EREFUSED);
+    assert_int_equal(rd_swim_force_leave(s0, sim_now(sim), "nobody", false), RD_ENOENT);
+    assert_int_equal(rd_swim_force_leave(s0, sim_now(sim), "m0", true), RD_EINVAL);
+    sim_crash(sim, 9);
+    struct seen dead = {9, RD_DEAD};
+    assert_true(sim_run_until_pred(sim, all_see, &dead, 100, 60000) != UINT64_MAX);
+    assert_int_equal(rd_swim_force_leave(s0, sim_now(sim), "m9", false), 0);
+    assert_int_equal(sim_view(sim, 0, 9), RD_LEFT);
+    sim_poke(sim, 0);
+    struct seen left = {9, RD_LEFT};
+    uint64_t t = sim_run_until_pred(sim, all_see, &left, 10, 10000);
+    printf("# force-leave of a dead member reached all %zu in %llu ms\n", n - 1,
+           (unsigned long long)t);
+    assert_true(t <= 2000);
+    assert_int_equal(rd_swim_force_leave(s0, sim_now(sim), "m9", false), 0); /* already left */
+    assert_consistent(sim);
+    sim_delete(sim);
+}
+
+/* Pruning a member that is in fact alive: everyone takes the left, the member hears it,
+ * refutes with a higher incarnation, and is alive everywhere again, never dead. */
+static void test_pruning_a_live_member_is_refuted_by_it(void **state)
+{
+    size_t n = 10;
+    struct sim *sim = cluster(n, 85);
+    converge(sim, n, 20000);
+    uint64_t inc = rd_swim_self(sim_swim(sim, 4))->incarnation;
+    assert_int_equal(rd_swim_force_leave(sim_swim(sim, 0), sim_now(sim), "m4", true), 0);
+    sim_poke(sim, 0);
+    struct seen alive = {4, RD_ALIVE};
+    uint64_t t = sim_run_until_pred(sim, all_see, &alive, 10, 20000);
+    printf("# a pruned live member was alive everywhere again after %llu ms\n",
+           (unsigned long long)t);
+    assert_true(t != UINT64_MAX);
+    assert_true(sim_event_count(sim, 4, RD_LEFT) > 0); /* the prune was taken, then refuted */
+    assert_true(rd_swim_self(sim_swim(sim, 4))->incarnation > inc);
+    assert_int_equal(sim_event_count(sim, 4, RD_DEAD), 0);
+    assert_true(all_but_see(sim, 4, SIZE_MAX, RD_ALIVE));
+    sim_run(sim, 10000);
+    assert_true(sim_converged(sim, n));
+    assert_consistent(sim);
+    sim_delete(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -828,6 +952,9 @@ int main(void)
         cmocka_unit_test(test_thousand_members_join_from_one_seed_in_log_rounds),
         cmocka_unit_test(test_tombstones_are_reaped_after_their_time),
         cmocka_unit_test(test_deaf_member_is_declared_dead_and_the_rest_stay_calm),
+        cmocka_unit_test(test_a_change_to_ones_own_record_is_seen_by_all_within_two_seconds),
+        cmocka_unit_test(test_force_leave_of_a_dead_member_is_taken_by_all),
+        cmocka_unit_test(test_pruning_a_live_member_is_refuted_by_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -367,6 +367,23 @@ static void test_wire_golden_ping_with_member_without_address(void **state)
     );
 }
 
+/* Weight 0 is a drained member (PROTOCOL.md, "Drain"): a record like any other. */
+static void test_wire_golden_ping_with_drained_member(void **state)
+{
+    struct rd_member m = {.name = "n5", .incarnation = 9, .status = RD_ALIVE, .weight = 0};
+    assert_true(rd_member_valid(&m));
+    struct rd_packet p = ping_from_n1(&m);
+    assert_golden(&p, GOLDEN_HEADER /* 40 bytes in all */
+                  "98 "             /*     member: array(8) */
+                  "a2 6e 35 "       /*       name: "n5" */
+                  "c4 00 "          /*       addr: bin(0), none */
+                  "09 "             /*       incarnation: 9 */
+                  "00 "             /*       status: alive */
+                  "00 "             /*       weight: 0 (drained) */
+                  "a0 a0 a0 "       /*       zone, tags, accuser: "" */
+    );
+}
+
 static void test_wire_golden_ping_req_with_target_address(void **state)
 {
     struct rd_packet p = {.from = "n1", .nmsgs = 1};
@@ -642,8 +659,6 @@ static const struct bad_case bad_cases[] = {
         RD_EPROTO, "bad status"),
     BAD("status nil", WITH_MEMBER(MEMBER("a2 6e 32", ADDR4, "05", "c0", "01", "a0", "a0", "a0")),
         RD_EPROTO, "bad status"),
-    BAD("weight 0", WITH_MEMBER(MEMBER("a2 6e 32", ADDR4, "05", "00", "00", "a0", "a0", "a0")),
-        RD_EPROTO, "bad weight"),
     BAD("weight over max",
         WITH_MEMBER(MEMBER("a2 6e 32", ADDR4, "05", "00", "ce 00 01 86 a1", "a0", "a0", "a0")),
         RD_EPROTO, "bad weight"),
@@ -1335,6 +1350,7 @@ int main(void)
         cmocka_unit_test(test_wire_golden_ping_with_ipv4_member),
         cmocka_unit_test(test_wire_golden_ping_with_ipv6_suspect_member),
         cmocka_unit_test(test_wire_golden_ping_with_member_without_address),
+        cmocka_unit_test(test_wire_golden_ping_with_drained_member),
         cmocka_unit_test(test_wire_golden_ping_req_with_target_address),
         cmocka_unit_test(test_wire_round_trips_every_msg_type),
         cmocka_unit_test(test_wire_round_trips_empty_and_full_packets),
