@@ -255,6 +255,15 @@ static int set_switch(const struct option_def *o, struct rd_agent_config *cfg, c
     return 0;
 }
 
+static int set_profile(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                       char *err, size_t errlen)
+{
+    int p = rd_swim_profile_parse(val);
+    if (p < 0) return refuse(o, err, errlen, "'%s' is not lan, wan or local", val);
+    *FIELD(enum rd_swim_profile, cfg, o) = (enum rd_swim_profile)p;
+    return 0;
+}
+
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen);
 
@@ -290,7 +299,7 @@ static const struct option_def options[] = {
      "log line format"},
     {"log-level", "LEVEL", OPT_ONE, AT(log_level), "info", NULL, set_log_level,
      "debug, info, warn or error"},
-    {"config", "FILE", OPT_FILE, 0, NULL, NULL, set_config,
+    {"config", "FILE", OPT_FILE, AT(config_path), NULL, NULL, set_config,
      "read options from FILE: one 'option = value' per line, as its flag;\n"
      "a # or ; at the start of a line or after a space begins a comment;\n"
      "blank lines, indentation and a UTF-8 BOM are fine; no [sections],\n"
@@ -313,6 +322,9 @@ static const struct option_def options[] = {
      set_switch,
      "with --keyring-file: off sends in the clear while sealed\n"
      "gossip still opens; needs --gossip-verify-incoming off"},
+    {"profile", "lan|wan|local", OPT_ONE, AT(profile), "lan", NULL, set_profile,
+     "timing of probes, gossip and suspicion: memberlist's LAN, WAN\n"
+     "or local-loopback set (README), the same on all agents"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -532,6 +544,10 @@ static int set_config(const struct option_def *o, struct rd_agent_config *cfg, c
         snprintf(err, errlen, "--%s %s: %s", o->name, val, strerror(errno));
         return RD_EINVAL;
     }
+    /* kept for INFO: absolute, so it names the file whatever the reader's directory */
+    char *abs = realpath(val, NULL);
+    snprintf(FIELD(char, cfg, o), sizeof cfg->config_path, "%s", abs ? abs : val);
+    free(abs);
     int rc = rd_config_read(cfg, f, val, err, errlen);
     fclose(f);
     return rc;

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "member.h"
 #include "query.h"
+#include "swim.h"
 
 #define RD_DEFAULT_PORT   7946
 #define RD_DEFAULT_SOCKET "/run/ringd/ringd.sock"
@@ -56,6 +57,8 @@ struct rd_agent_config {
     struct rd_keyring keyring;     /* loaded by rd_config_secure() */
     /* with a keyring: refuse plain packets / seal what is sent; on unless turned off */
     enum rd_switch gossip_verify_incoming, gossip_verify_outgoing;
+    enum rd_swim_profile profile; /* timing set: lan (default), wan or local */
+    char config_path[4096];       /* the last --config, absolute when it resolved; or empty */
 };
 
 /**

@@ -228,25 +228,96 @@ static void tally(struct rd_swim *s, uint32_t i, int sign)
     }
 }
 
+/*
+ * The profiles. Each row starts from memberlist's set of the same name; where ringd's
+ * formulas differ, the number is converted so the behaviour matches (README.md's profile
+ * table names the memberlist field behind each value):
+ *   - suspicion: ringd's minimum is half memberlist's (a suspicion two accusers confirm
+ *     ends twice as early) and its max_mult twice memberlist's, so the maximum is the
+ *     same; LOCAL's SuspicionMult of 3 has no integer half, so its minimum rounds up to 2
+ *     and max_mult 9 keeps memberlist's 18 s maximum. k is memberlist's SuspicionMult - 2.
+ *   - what memberlist does not have (join backoff, tombstones, name reclaim, reconnect:
+ *     Serf's, or ringd's own) is the same in every profile.
+ */
+static const struct rd_swim_config profiles[RD_PROFILE_COUNT] = {
+    [RD_PROFILE_LAN] =
+        {
+            .probe_interval_ms = 1000,
+            .probe_timeout_ms = 500,
+            .indirect_checks = 3,
+            .gossip_interval_ms = 200,
+            .gossip_fanout = 3,
+            .retransmit_mult = 4,
+            .suspicion_mult = 2,
+            .suspicion_max_mult = 12,
+            .suspicion_confirmations = 2,
+            .sync_interval_ms = 30000,
+            .join_retry_max_ms = 30000,
+            .tombstone_ms = 3600000,
+            .reclaim_ms = 15000,
+            .reconnect_interval_ms = 10000,
+            .awareness_max = 8,
+        },
+    [RD_PROFILE_WAN] =
+        {
+            .probe_interval_ms = 5000,
+            .probe_timeout_ms = 3000,
+            .indirect_checks = 3,
+            .gossip_interval_ms = 500,
+            .gossip_fanout = 4,
+            .retransmit_mult = 4,
+            .suspicion_mult = 3,
+            .suspicion_max_mult = 12,
+            .suspicion_confirmations = 4,
+            .sync_interval_ms = 60000,
+            .join_retry_max_ms = 30000,
+            .tombstone_ms = 3600000,
+            .reclaim_ms = 15000,
+            .reconnect_interval_ms = 10000,
+            .awareness_max = 8,
+        },
+    [RD_PROFILE_LOCAL] =
+        {
+            .probe_interval_ms = 1000,
+            .probe_timeout_ms = 200,
+            .indirect_checks = 1,
+            .gossip_interval_ms = 100,
+            .gossip_fanout = 3,
+            .retransmit_mult = 2,
+            .suspicion_mult = 2,
+            .suspicion_max_mult = 9,
+            .suspicion_confirmations = 1,
+            .sync_interval_ms = 15000,
+            .join_retry_max_ms = 30000,
+            .tombstone_ms = 3600000,
+            .reclaim_ms = 15000,
+            .reconnect_interval_ms = 10000,
+            .awareness_max = 8,
+        },
+};
+
+static const char *const profile_names[RD_PROFILE_COUNT] = {"lan", "wan", "local"};
+
+void rd_swim_config_profile(struct rd_swim_config *cfg, enum rd_swim_profile p)
+{
+    *cfg = profiles[(unsigned)p < RD_PROFILE_COUNT ? p : RD_PROFILE_LAN];
+}
+
 void rd_swim_config_default(struct rd_swim_config *cfg)
 {
-    *cfg = (struct rd_swim_config){
-        .probe_interval_ms = 1000,
-        .probe_timeout_ms = 500,
-        .indirect_checks = 3,
-        .gossip_interval_ms = 200,
-        .gossip_fanout = 3,
-        .retransmit_mult = 4,
-        .suspicion_mult = 2,
-        .suspicion_max_mult = 12,
-        .suspicion_confirmations = 2,
-        .sync_interval_ms = 30000,
-        .join_retry_max_ms = 30000,
-        .tombstone_ms = 3600000,
-        .reclaim_ms = 15000,
-        .reconnect_interval_ms = 10000,
-        .awareness_max = 8,
-    };
+    rd_swim_config_profile(cfg, RD_PROFILE_LAN);
+}
+
+const char *rd_swim_profile_name(enum rd_swim_profile p)
+{
+    return (unsigned)p < RD_PROFILE_COUNT ? profile_names[p] : "?";
+}
+
+int rd_swim_profile_parse(const char *name)
+{
+    for (int p = 0; p < RD_PROFILE_COUNT; p++)
+        if (strcmp(name, profile_names[p]) == 0) return p;
+    return -1;
 }
 
 /* ---------------------------------------------------------------- name index */

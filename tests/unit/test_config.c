@@ -27,7 +27,7 @@
 /* Every field of a config as one line. */
 static const char *describe(const struct rd_agent_config *c)
 {
-    static char out[8192];
+    static char out[16384];
     char joins[RD_JOIN_MAX * (RD_HOSTPORT_MAX + 1) + 1] = "";
     for (int i = 0; i < c->njoins; i++) {
         if (i) strcat(joins, " ");
@@ -35,11 +35,13 @@ static const char *describe(const struct rd_agent_config *c)
     }
     snprintf(out, sizeof out,
              "name=%s bind=%s port=%u advertise=%s adv_port=%u joins=[%s] socket=%s mode=%o "
-             "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu verify=%d/%d",
+             "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu verify=%d/%d profile=%s "
+             "config=%s",
              c->name, c->bind_text, c->bind.port, c->advertise_text, c->advertise.port, joins,
              c->socket_path, c->socket_mode, (unsigned)c->vnodes, (unsigned)c->weight, c->zone,
              c->tags, (int)c->log_format, (int)c->log_level, (unsigned long long)c->seed,
-             (int)c->gossip_verify_incoming, (int)c->gossip_verify_outgoing);
+             (int)c->gossip_verify_incoming, (int)c->gossip_verify_outgoing,
+             rd_swim_profile_name(c->profile), c->config_path);
     return out;
 }
 
@@ -111,7 +113,7 @@ static const struct flag_case flag_cases[] = {
      false,
      "name=t1 bind=0.0.0.0:7946 port=7946 advertise= adv_port=7946 joins=[] "
      "socket=/run/ringd/ringd.sock mode=660 vnodes=512 weight=1000 zone= tags= log=0/1 seed=0 "
-     "verify=0/0"},
+     "verify=0/0 profile=lan config="},
     /* valid values, both spellings */
     {{"--name", "web-1.eu:a@b_c"}, false, "name=web-1.eu:a@b_c "},
     {{"--bind", "127.0.0.1:9000"}, false, "bind=127.0.0.1:9000 port=9000 advertise= adv_port=9000"},
@@ -133,6 +135,9 @@ static const struct flag_case flag_cases[] = {
     /* on|off switches: given or not is kept (0 unset, 1 on, 2 off) for rd_config_secure */
     {{"--gossip-verify-incoming", "off"}, false, "verify=2/0"},
     {{"--gossip-verify-incoming=on", "--gossip-verify-outgoing=off"}, false, "verify=1/2"},
+    {{"--profile", "wan"}, false, "profile=wan "},
+    {{"--profile=local"}, false, "profile=local "},
+    {{"--profile", "wan", "--profile", "lan"}, false, "profile=lan "},
     /* given twice: the last wins */
     {{"--vnodes", "5", "--vnodes=9"}, false, "vnodes=9 "},
     {{"--name", "a", "--name", "b"}, false, "name=b "},
@@ -167,6 +172,9 @@ static const struct flag_case flag_cases[] = {
     {{"--log-format", "xml"}, true, "--log-format: 'xml' is not logfmt or json"},
     {{"--log-level", "trace"}, true, "--log-level: 'trace' is not debug, info, warn or error"},
     {{"--seed", "x"}, true, "--seed: 'x' is not a number"},
+    {{"--profile", "LAN"}, true, "--profile: 'LAN' is not lan, wan or local"},
+    {{"--profile="}, true, "--profile: '' is not lan, wan or local"},
+    {{"--profile", "lan "}, true, "--profile: 'lan ' is not lan, wan or local"},
     {{"--seed", "1 "}, true, "--seed: '1 ' is not a number"},
     {{"--gossip-verify-incoming", "true"},
      true,
@@ -294,6 +302,7 @@ static void test_config_help_names_every_option_once(void **state)
         "insecure-gossip",
         "gossip-verify-incoming",
         "gossip-verify-outgoing",
+        "profile",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {
@@ -496,6 +505,109 @@ static void test_config_read_from_memory(void **state)
     assert_int_equal(cfg.weight, 1000);
 }
 
+/* --profile: each name gives memberlist's set as README.md's table maps it, and lan is
+ * exactly the timing every agent had before profiles existed (the simulator's too). */
+static void test_config_profiles(void **state)
+{
+    /* rd_swim_config_default()'s values when it was the only timing */
+    const struct rd_swim_config before = {
+        .probe_interval_ms = 1000,
+        .probe_timeout_ms = 500,
+        .indirect_checks = 3,
+        .gossip_interval_ms = 200,
+        .gossip_fanout = 3,
+        .retransmit_mult = 4,
+        .suspicion_mult = 2,
+        .suspicion_max_mult = 12,
+        .suspicion_confirmations = 2,
+        .sync_interval_ms = 30000,
+        .join_retry_max_ms = 30000,
+        .tombstone_ms = 3600000,
+        .reclaim_ms = 15000,
+        .reconnect_interval_ms = 10000,
+        .awareness_max = 8,
+    };
+    struct rd_swim_config def, lan, wan, local;
+    rd_swim_config_default(&def);
+    rd_swim_config_profile(&lan, RD_PROFILE_LAN);
+    rd_swim_config_profile(&wan, RD_PROFILE_WAN);
+    rd_swim_config_profile(&local, RD_PROFILE_LOCAL);
+    assert_memory_equal(&def, &before, sizeof before);
+    assert_memory_equal(&lan, &before, sizeof before);
+
+    /* memberlist's DefaultWANConfig: 5 s / 3 s probes, 4 nodes every 500 ms, push-pull
+     * 60 s, SuspicionMult 6 (ours is half, max_mult twice: same 36 s maximum), k = 6 - 2 */
+    assert_int_equal(wan.probe_interval_ms, 5000);
+    assert_int_equal(wan.probe_timeout_ms, 3000);
+    assert_int_equal(wan.indirect_checks, 3);
+    assert_int_equal(wan.gossip_interval_ms, 500);
+    assert_int_equal(wan.gossip_fanout, 4);
+    assert_int_equal(wan.retransmit_mult, 4);
+    assert_int_equal(wan.suspicion_mult * wan.suspicion_max_mult, 6 * 6);
+    assert_int_equal(wan.suspicion_mult, 3);
+    assert_int_equal(wan.suspicion_confirmations, 4);
+    assert_int_equal(wan.sync_interval_ms, 60000);
+
+    /* DefaultLocalConfig: 1 s / 200 ms probes, 1 indirect check, retransmit 2, gossip
+     * every 100 ms, push-pull 15 s, SuspicionMult 3 (half rounds up to 2; max 18 s), k 1 */
+    assert_int_equal(local.probe_interval_ms, 1000);
+    assert_int_equal(local.probe_timeout_ms, 200);
+    assert_int_equal(local.indirect_checks, 1);
+    assert_int_equal(local.gossip_interval_ms, 100);
+    assert_int_equal(local.gossip_fanout, 3);
+    assert_int_equal(local.retransmit_mult, 2);
+    assert_int_equal(local.suspicion_mult * local.suspicion_max_mult, 3 * 6);
+    assert_int_equal(local.suspicion_mult, 2);
+    assert_int_equal(local.suspicion_confirmations, 1);
+    assert_int_equal(local.sync_interval_ms, 15000);
+
+    /* what memberlist does not set is the same in every profile */
+    for (int p = 0; p < RD_PROFILE_COUNT; p++) {
+        struct rd_swim_config c;
+        rd_swim_config_profile(&c, (enum rd_swim_profile)p);
+        assert_int_equal(c.join_retry_max_ms, before.join_retry_max_ms);
+        assert_int_equal(c.tombstone_ms, before.tombstone_ms);
+        assert_int_equal(c.reclaim_ms, before.reclaim_ms);
+        assert_int_equal(c.reconnect_interval_ms, before.reconnect_interval_ms);
+        assert_int_equal(c.awareness_max, before.awareness_max);
+        /* names round-trip, and the flag picks the same set */
+        assert_int_equal(rd_swim_profile_parse(rd_swim_profile_name((enum rd_swim_profile)p)), p);
+        struct rd_agent_config cfg;
+        char err[128];
+        const char *args[] = {"--profile", rd_swim_profile_name((enum rd_swim_profile)p), NULL};
+        assert_int_equal(parse(&cfg, args, err, sizeof err), 0);
+        assert_int_equal(cfg.profile, p);
+    }
+    assert_int_equal(rd_swim_profile_parse("Wan"), -1);
+    assert_int_equal(rd_swim_profile_parse(""), -1);
+    assert_string_equal(rd_swim_profile_name(RD_PROFILE_COUNT), "?");
+
+    /* a profile in a config file, and the file's absolute path kept for INFO */
+    char dir[] = "/tmp/test_config_dir.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[sizeof dir + 16], cwd[4096];
+    snprintf(path, sizeof path, "%s/r.conf", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("profile = local\n", f);
+    fclose(f);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    struct rd_agent_config cfg;
+    char err[256];
+    const char *args[] = {"--config", "r.conf", NULL};
+    int rc = parse(&cfg, args, err, sizeof err);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.profile, RD_PROFILE_LOCAL);
+    char *want = realpath(path, NULL);
+    assert_non_null(want);
+    assert_string_equal(cfg.config_path, want);
+    free(want);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_config_long_lines),
         cmocka_unit_test(test_config_file_and_flags_in_order),
         cmocka_unit_test(test_config_read_from_memory),
+        cmocka_unit_test(test_config_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
