@@ -601,6 +601,10 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .keyring_keys = a->cfg.keyring.nkeys,
     };
     if (a->cfg.keyring.nkeys) rd_keyring_fingerprint(a->cfg.keyring.keys[0], out->keyring_primary);
+    snprintf(out->version, sizeof out->version, "%s", RINGD_VERSION);
+    out->pid = (uint64_t)getpid();
+    snprintf(out->config_file, sizeof out->config_file, "%s", a->cfg.config_path);
+    snprintf(out->profile, sizeof out->profile, "%s", rd_swim_profile_name(a->cfg.profile));
 }
 
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
@@ -663,6 +667,22 @@ static int open_udp(struct rd_agent *a, char *err, size_t errlen)
     return 0;
 }
 
+/* The timing in force, once at start: what --profile chose, in numbers. */
+static void log_profile(enum rd_swim_profile p, const struct rd_swim_config *sc)
+{
+    rd_logf(RD_LOG_INFO, "timing profile", RD_FSTR("profile", rd_swim_profile_name(p)),
+            RD_FUINT("probe_interval_ms", sc->probe_interval_ms),
+            RD_FUINT("probe_timeout_ms", sc->probe_timeout_ms),
+            RD_FUINT("indirect_checks", sc->indirect_checks),
+            RD_FUINT("gossip_interval_ms", sc->gossip_interval_ms),
+            RD_FUINT("gossip_fanout", sc->gossip_fanout),
+            RD_FUINT("retransmit_mult", sc->retransmit_mult),
+            RD_FUINT("suspicion_mult", sc->suspicion_mult),
+            RD_FUINT("suspicion_max_mult", sc->suspicion_max_mult),
+            RD_FUINT("suspicion_confirmations", sc->suspicion_confirmations),
+            RD_FUINT("sync_interval_ms", sc->sync_interval_ms));
+}
+
 /* Query clients hold one descriptor each: take all the kernel allows this process. */
 static void raise_fd_limit(void)
 {
@@ -706,7 +726,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     snprintf(self.zone, sizeof self.zone, "%s", a->cfg.zone);
     snprintf(self.tags, sizeof self.tags, "%s", a->cfg.tags);
     struct rd_swim_config sc;
-    rd_swim_config_default(&sc);
+    rd_swim_config_profile(&sc, a->cfg.profile);
     uint64_t seed = a->cfg.seed ? a->cfg.seed : wall_ms() ^ ((uint64_t)getpid() << 32);
     a->swim = rd_swim_new(&sc, &self, seed, now_ms());
     if (!a->swim || rd_ring_new(NULL, 0, a->cfg.vnodes, &a->ring) < 0) {
@@ -773,6 +793,7 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_LOG_WARN, "gossip in the clear accepted",
             RD_FSTR("sends", a->cfg.gossip_verify_outgoing == RD_SWITCH_OFF ? "plain" : "sealed"),
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
+    log_profile(a->cfg.profile, &sc);
     rebuild_ring(a); /* the ring of one: ourselves */
     struct rd_addr seeds[RD_JOIN_MAX];
     size_t nseeds = 0;

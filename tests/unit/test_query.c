@@ -84,7 +84,11 @@ static void fake_status(void *ctx, struct rd_query_status *out)
         .verify_incoming = true,
         .verify_outgoing = false,
         .keyring_keys = 2,
-        .keyring_primary = "00112233aabbccdd"};
+        .keyring_primary = "00112233aabbccdd",
+        .version = "9.8.7",
+        .pid = 4321,
+        .config_file = "/etc/ringd/ringd.conf",
+        .profile = "wan"};
 }
 
 /* Two keys; a change echoes a fingerprint, or fails with the host's words for "bad". */
@@ -399,6 +403,8 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
                  "namesakes_ignored:0\r\nring_scaled:0\r\nmembers_weight_capped:18\r\n"
                  "keyring_keys:2\r\nkeyring_primary:00112233aabbccdd\r\n"
+                 "version:9.8.7\r\npid:4321\r\nconfig_file:/etc/ringd/ringd.conf\r\n"
+                 "profile:wan\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
