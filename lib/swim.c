@@ -228,85 +228,68 @@ static void tally(struct rd_swim *s, uint32_t i, int sign)
     }
 }
 
+void rd_swim_config_default(struct rd_swim_config *cfg)
+{
+    *cfg = (struct rd_swim_config){
+        .probe_interval_ms = 1000,
+        .probe_timeout_ms = 500,
+        .indirect_checks = 3,
+        .gossip_interval_ms = 200,
+        .gossip_fanout = 3,
+        .retransmit_mult = 4,
+        .suspicion_mult = 2,
+        .suspicion_max_mult = 12,
+        .suspicion_confirmations = 2,
+        .sync_interval_ms = 30000,
+        .join_retry_max_ms = 30000,
+        .tombstone_ms = 3600000,
+        .reclaim_ms = 15000,
+        .reconnect_interval_ms = 10000,
+        .awareness_max = 8,
+    };
+}
+
 /*
- * The profiles. Each row starts from memberlist's set of the same name; where ringd's
- * formulas differ, the number is converted so the behaviour matches (README.md's profile
- * table names the memberlist field behind each value):
- *   - suspicion: ringd's minimum is half memberlist's (a suspicion two accusers confirm
- *     ends twice as early) and its max_mult twice memberlist's, so the maximum is the
- *     same; LOCAL's SuspicionMult of 3 has no integer half, so its minimum rounds up to 2
- *     and max_mult 9 keeps memberlist's 18 s maximum. k is memberlist's SuspicionMult - 2.
- *   - what memberlist does not have (join backoff, tombstones, name reclaim, reconnect:
- *     Serf's, or ringd's own) is the same in every profile.
+ * The profiles are memberlist's numbers, row by row, converted where ringd's formulas
+ * differ (README.md's profile table names the memberlist field behind each value):
+ * ringd's suspicion minimum is half memberlist's, rounded up, and max_mult makes the
+ * maximum memberlist's (SuspicionMaxTimeoutMult 6 times its minimum); k is memberlist's
+ * SuspicionMult - 2. What memberlist does not have (join backoff, tombstones, name
+ * reclaim, reconnect) keeps its default in every profile.
  */
-static const struct rd_swim_config profiles[RD_PROFILE_COUNT] = {
-    [RD_PROFILE_LAN] =
-        {
-            .probe_interval_ms = 1000,
-            .probe_timeout_ms = 500,
-            .indirect_checks = 3,
-            .gossip_interval_ms = 200,
-            .gossip_fanout = 3,
-            .retransmit_mult = 4,
-            .suspicion_mult = 2,
-            .suspicion_max_mult = 12,
-            .suspicion_confirmations = 2,
-            .sync_interval_ms = 30000,
-            .join_retry_max_ms = 30000,
-            .tombstone_ms = 3600000,
-            .reclaim_ms = 15000,
-            .reconnect_interval_ms = 10000,
-            .awareness_max = 8,
-        },
-    [RD_PROFILE_WAN] =
-        {
-            .probe_interval_ms = 5000,
-            .probe_timeout_ms = 3000,
-            .indirect_checks = 3,
-            .gossip_interval_ms = 500,
-            .gossip_fanout = 4,
-            .retransmit_mult = 4,
-            .suspicion_mult = 3,
-            .suspicion_max_mult = 12,
-            .suspicion_confirmations = 4,
-            .sync_interval_ms = 60000,
-            .join_retry_max_ms = 30000,
-            .tombstone_ms = 3600000,
-            .reclaim_ms = 15000,
-            .reconnect_interval_ms = 10000,
-            .awareness_max = 8,
-        },
-    [RD_PROFILE_LOCAL] =
-        {
-            .probe_interval_ms = 1000,
-            .probe_timeout_ms = 200,
-            .indirect_checks = 1,
-            .gossip_interval_ms = 100,
-            .gossip_fanout = 3,
-            .retransmit_mult = 2,
-            .suspicion_mult = 2,
-            .suspicion_max_mult = 9,
-            .suspicion_confirmations = 1,
-            .sync_interval_ms = 15000,
-            .join_retry_max_ms = 30000,
-            .tombstone_ms = 3600000,
-            .reclaim_ms = 15000,
-            .reconnect_interval_ms = 10000,
-            .awareness_max = 8,
-        },
+struct memberlist_set {
+    uint32_t probe_interval, probe_timeout, indirect_checks; /* ms, ms, members */
+    uint32_t gossip_interval, gossip_nodes, retransmit_mult; /* ms, members, sends */
+    uint32_t suspicion_mult, push_pull_interval;             /* memberlist's mult, ms */
 };
 
-static const char *const profile_names[RD_PROFILE_COUNT] = {"lan", "wan", "local"};
+#define MEMBERLIST_SUSPICION_MAX_MULT 6
+
+static const struct memberlist_set memberlist_sets[RD_PROFILE_COUNT] = {
+    [RD_PROFILE_LAN] = {1000, 500, 3, 200, 3, 4, 4, 30000},
+    [RD_PROFILE_WAN] = {5000, 3000, 3, 500, 4, 4, 6, 60000},
+    [RD_PROFILE_LOCAL] = {1000, 200, 1, 100, 3, 2, 3, 15000},
+};
 
 void rd_swim_config_profile(struct rd_swim_config *cfg, enum rd_swim_profile p)
 {
-    *cfg = profiles[(unsigned)p < RD_PROFILE_COUNT ? p : RD_PROFILE_LAN];
+    rd_swim_config_default(cfg);
+    if ((unsigned)p >= RD_PROFILE_COUNT) return;
+    const struct memberlist_set *m = &memberlist_sets[p];
+    cfg->probe_interval_ms = m->probe_interval;
+    cfg->probe_timeout_ms = m->probe_timeout;
+    cfg->indirect_checks = m->indirect_checks;
+    cfg->gossip_interval_ms = m->gossip_interval;
+    cfg->gossip_fanout = m->gossip_nodes;
+    cfg->retransmit_mult = m->retransmit_mult;
+    cfg->suspicion_mult = (m->suspicion_mult + 1) / 2;
+    cfg->suspicion_max_mult =
+        MEMBERLIST_SUSPICION_MAX_MULT * m->suspicion_mult / cfg->suspicion_mult;
+    cfg->suspicion_confirmations = m->suspicion_mult - 2;
+    cfg->sync_interval_ms = m->push_pull_interval;
 }
 
-void rd_swim_config_default(struct rd_swim_config *cfg)
-{
-    rd_swim_config_profile(cfg, RD_PROFILE_LAN);
-}
+static const char *const profile_names[RD_PROFILE_COUNT] = {"lan", "wan", "local"};
 
 const char *rd_swim_profile_name(enum rd_swim_profile p)
 {

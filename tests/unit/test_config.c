@@ -505,71 +505,51 @@ static void test_config_read_from_memory(void **state)
     assert_int_equal(cfg.weight, 1000);
 }
 
+/* Every field of a membership timing as one line. */
+static const char *timing(enum rd_swim_profile p)
+{
+    static char out[512];
+    struct rd_swim_config c;
+    rd_swim_config_profile(&c, p);
+    /* 15 fields: a field added to rd_swim_config must be added here too */
+    assert_int_equal(sizeof c, 15 * sizeof(uint32_t));
+    snprintf(out, sizeof out,
+             "probe=%u/%u indirect=%u gossip=%ux%u retransmit=%u suspicion=%u/%u/k%u sync=%u "
+             "join=%u tombstone=%u reclaim=%u reconnect=%u awareness=%u",
+             c.probe_interval_ms, c.probe_timeout_ms, c.indirect_checks, c.gossip_interval_ms,
+             c.gossip_fanout, c.retransmit_mult, c.suspicion_mult, c.suspicion_max_mult,
+             c.suspicion_confirmations, c.sync_interval_ms, c.join_retry_max_ms, c.tombstone_ms,
+             c.reclaim_ms, c.reconnect_interval_ms, c.awareness_max);
+    return out;
+}
+
 /* --profile: each name gives memberlist's set as README.md's table maps it, and lan is
  * exactly the timing every agent had before profiles existed (the simulator's too). */
 static void test_config_profiles(void **state)
 {
-    /* rd_swim_config_default()'s values when it was the only timing */
-    const struct rd_swim_config before = {
-        .probe_interval_ms = 1000,
-        .probe_timeout_ms = 500,
-        .indirect_checks = 3,
-        .gossip_interval_ms = 200,
-        .gossip_fanout = 3,
-        .retransmit_mult = 4,
-        .suspicion_mult = 2,
-        .suspicion_max_mult = 12,
-        .suspicion_confirmations = 2,
-        .sync_interval_ms = 30000,
-        .join_retry_max_ms = 30000,
-        .tombstone_ms = 3600000,
-        .reclaim_ms = 15000,
-        .reconnect_interval_ms = 10000,
-        .awareness_max = 8,
-    };
-    struct rd_swim_config def, lan, wan, local;
+    /* what rd_swim_config_default() gave when it was the only timing */
+    assert_string_equal(timing(RD_PROFILE_LAN),
+                        "probe=1000/500 indirect=3 gossip=200x3 retransmit=4 suspicion=2/12/k2 "
+                        "sync=30000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+                        "awareness=8");
+    struct rd_swim_config def, lan;
     rd_swim_config_default(&def);
     rd_swim_config_profile(&lan, RD_PROFILE_LAN);
-    rd_swim_config_profile(&wan, RD_PROFILE_WAN);
-    rd_swim_config_profile(&local, RD_PROFILE_LOCAL);
-    assert_memory_equal(&def, &before, sizeof before);
-    assert_memory_equal(&lan, &before, sizeof before);
+    assert_memory_equal(&def, &lan, sizeof lan);
+    /* DefaultWANConfig: 5 s / 3 s probes, 4 nodes every 500 ms, push-pull 60 s,
+     * SuspicionMult 6: half of it, max_mult twice 6 (the same 180 s maximum), k = 6 - 2 */
+    assert_string_equal(timing(RD_PROFILE_WAN),
+                        "probe=5000/3000 indirect=3 gossip=500x4 retransmit=4 suspicion=3/12/k4 "
+                        "sync=60000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+                        "awareness=8");
+    /* DefaultLocalConfig: 200 ms timeout, 1 indirect check, gossip every 100 ms,
+     * retransmit 2, push-pull 15 s, SuspicionMult 3: min rounds up to 2, max 18 s, k 1 */
+    assert_string_equal(timing(RD_PROFILE_LOCAL),
+                        "probe=1000/200 indirect=1 gossip=100x3 retransmit=2 suspicion=2/9/k1 "
+                        "sync=15000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+                        "awareness=8");
 
-    /* memberlist's DefaultWANConfig: 5 s / 3 s probes, 4 nodes every 500 ms, push-pull
-     * 60 s, SuspicionMult 6 (ours is half, max_mult twice: same 36 s maximum), k = 6 - 2 */
-    assert_int_equal(wan.probe_interval_ms, 5000);
-    assert_int_equal(wan.probe_timeout_ms, 3000);
-    assert_int_equal(wan.indirect_checks, 3);
-    assert_int_equal(wan.gossip_interval_ms, 500);
-    assert_int_equal(wan.gossip_fanout, 4);
-    assert_int_equal(wan.retransmit_mult, 4);
-    assert_int_equal(wan.suspicion_mult * wan.suspicion_max_mult, 6 * 6);
-    assert_int_equal(wan.suspicion_mult, 3);
-    assert_int_equal(wan.suspicion_confirmations, 4);
-    assert_int_equal(wan.sync_interval_ms, 60000);
-
-    /* DefaultLocalConfig: 1 s / 200 ms probes, 1 indirect check, retransmit 2, gossip
-     * every 100 ms, push-pull 15 s, SuspicionMult 3 (half rounds up to 2; max 18 s), k 1 */
-    assert_int_equal(local.probe_interval_ms, 1000);
-    assert_int_equal(local.probe_timeout_ms, 200);
-    assert_int_equal(local.indirect_checks, 1);
-    assert_int_equal(local.gossip_interval_ms, 100);
-    assert_int_equal(local.gossip_fanout, 3);
-    assert_int_equal(local.retransmit_mult, 2);
-    assert_int_equal(local.suspicion_mult * local.suspicion_max_mult, 3 * 6);
-    assert_int_equal(local.suspicion_mult, 2);
-    assert_int_equal(local.suspicion_confirmations, 1);
-    assert_int_equal(local.sync_interval_ms, 15000);
-
-    /* what memberlist does not set is the same in every profile */
     for (int p = 0; p < RD_PROFILE_COUNT; p++) {
-        struct rd_swim_config c;
-        rd_swim_config_profile(&c, (enum rd_swim_profile)p);
-        assert_int_equal(c.join_retry_max_ms, before.join_retry_max_ms);
-        assert_int_equal(c.tombstone_ms, before.tombstone_ms);
-        assert_int_equal(c.reclaim_ms, before.reclaim_ms);
-        assert_int_equal(c.reconnect_interval_ms, before.reconnect_interval_ms);
-        assert_int_equal(c.awareness_max, before.awareness_max);
         /* names round-trip, and the flag picks the same set */
         assert_int_equal(rd_swim_profile_parse(rd_swim_profile_name((enum rd_swim_profile)p)), p);
         struct rd_agent_config cfg;
