@@ -5,7 +5,9 @@
  * Each one connects to the agent's query socket, sends one RESP request and prints the
  * reply; watch then keeps printing pushed events. Plain blocking POSIX I/O: a CLI sends
  * one request and waits for one answer, so an event loop would only add code. Replies are
- * parsed with the same RESP module the agent uses (rd_resp_reply_parse).
+ * parsed with the same RESP module the agent uses (rd_resp_reply_parse). The filters of
+ * `members` (--status, --tag, --zone) run here over the MEMBERS reply, which carries every
+ * field they test: no socket command to add, and any agent answers them.
  *
  * Errors follow the project's convention: every step returns 0 or an RD_E* code with one
  * line in the caller's err buffer; main.c prints that line and turns the code into the

@@ -88,18 +88,25 @@ wait_for 10 left l0 >/dev/null && wait_for 10 left l1 >/dev/null ||
   fail "l2's leave did not reach l0 and l1 within 10 s"
 
 # ---------------------------------------------------------------- members filters
-check "members: all three" [ "$(names l0)" = "l0 l1 l2 " ]
-check "members --status alive" [ "$(names l0 --status alive)" = "l0 l1 " ]
-check "members --status left" [ "$(names l0 --status left)" = "l2 " ]
-check "members --status dead: none" [ "$(names l0 --status dead)" = "" ]
-check "members --status alive,left" [ "$(names l0 --status alive,left)" = "l0 l1 l2 " ]
-check "members --status suspect --status=left" [ "$(names l0 --status suspect --status=left)" = "l2 " ]
-check "members --tag role=web" [ "$(names l0 --tag role=web)" = "l1 l2 " ]
-check "members --tag role=web --tag tier=1: all must match" [ "$(names l0 --tag role=web --tag tier=1)" = "l1 " ]
-check "members --tag role=we: whole values only" [ "$(names l0 --tag role=we)" = "" ]
-check "members --zone z1" [ "$(names l0 --zone z1)" = "l0 l2 " ]
-check "members --zone=z1 --status alive" [ "$(names l0 --zone=z1 --status alive)" = "l0 " ]
-check "members --zone z1 --tag role=web --status left" [ "$(names l0 --zone z1 --tag role=web --status left)" = "l2 " ]
+# one case per line: the names l0 lists, then the filters (split on blanks)
+while IFS='|' read -r want args; do
+  # shellcheck disable=SC2086
+  got=$(names l0 $args)
+  check "members ${args:-(no filter)}: ${want:-none}" [ "$got" = "$want" ]
+done <<'CASES'
+l0 l1 l2 |
+l0 l1 |--status alive
+l2 |--status left
+|--status dead
+l0 l1 l2 |--status alive,left
+l2 |--status suspect --status=left
+l1 l2 |--tag role=web
+l1 |--tag role=web --tag tier=1
+|--tag role=we
+l0 l2 |--zone z1
+l0 |--zone=z1 --status alive
+l2 |--zone z1 --tag role=web --status left
+CASES
 out=$(R l0 members --status gone 2>&1)
 rc=$?
 check "members --status gone exits 2 with one line" [ "$rc $(wc -l <<<"$out")" = "2 1" ]
