@@ -40,6 +40,8 @@
 #define RD_CLIENT_OWNERS_MAX 1000000L
 /** Most positional arguments any subcommand takes. */
 #define RD_CLIENT_MAX_ARGS 8
+/** Longest INFO value --json may print as a number (a uint64 has 20 digits). */
+#define RD_CLIENT_NUMBER_MAX 31
 /** Most --tag filters `members` takes. */
 #define RD_CLIENT_MAX_TAGS 16
 
@@ -689,7 +691,8 @@ static int cmd_owner(const struct opts *o, char *err, size_t errlen)
 /*
  * INFO fields whose values are text in --json output, whatever they look like: a name
  * or a checksum may be all digits, and a field must not change type from one agent to
- * the next. Every other field is a number when its value is one (README, "JSON output").
+ * the next. Every other field is a number when its value is one (README, "The client
+ * commands").
  */
 static const char *const info_text_fields[] = {
     "name",
@@ -725,16 +728,17 @@ static void info_json(const char *text, size_t len)
         const char *line = text + i, *colon = memchr(line, ':', end - i);
         if (colon && line[0] != '#' && colon > line) {
             size_t klen = (size_t)(colon - line), vlen = end - i - klen - 1;
-            char value[4200];
-            snprintf(value, sizeof value, "%.*s", (int)vlen, colon + 1);
+            char number[RD_CLIENT_NUMBER_MAX + 1];
             if (!first) fputc(',', stdout);
             first = false;
             json_str(stdout, line, klen);
             fputc(':', stdout);
-            if (info_is_text(line, klen))
-                json_cstr(stdout, value);
-            else
-                json_num(stdout, value);
+            if (info_is_text(line, klen) || vlen > RD_CLIENT_NUMBER_MAX) {
+                json_str(stdout, colon + 1, vlen);
+            } else {
+                snprintf(number, sizeof number, "%.*s", (int)vlen, colon + 1);
+                json_num(stdout, number);
+            }
         }
         i = end;
         while (i < len && (text[i] == '\n' || text[i] == '\r'))
