@@ -269,7 +269,8 @@ static void schedule_rebuild(struct rd_agent *a)
 
 /* ---------------------------------------------------------------- events */
 
-static void publish_member(struct rd_agent *a, const struct rd_member *m);
+static void publish_member(struct rd_agent *a, const struct rd_member *m, bool is_new,
+                           uint8_t old_status);
 
 static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
 {
@@ -292,7 +293,7 @@ static void log_event(struct rd_agent *a, const struct rd_swim_event *ev)
         RD_FSTR("accuser", m->accuser), /* last: only suspicions name one */
     };
     rd_log(level, msgs[m->status & 3], f, sizeof f / sizeof f[0] - (m->accuser[0] ? 0 : 1));
-    publish_member(a, m);
+    publish_member(a, m, ev->is_new, ev->old_status);
 }
 
 /* A member said something new about itself at the same status: weight, zone or tags. */
@@ -303,10 +304,12 @@ static void log_update(struct rd_agent *a, const struct rd_swim_event *ev)
             RD_FUINT("incarnation", m->incarnation), RD_FSTR("status", rd_status_name(m->status)),
             RD_FDBL("weight", (double)m->weight / RD_WEIGHT_ONE), RD_FSTR("zone", m->zone),
             RD_FSTR("tags", m->tags), RD_FSTR("drained", m->weight == 0 ? "yes" : "no"));
-    publish_member(a, m);
+    publish_member(a, m, false, m->status); /* the same status: an update */
 }
 
-static void publish_member(struct rd_agent *a, const struct rd_member *m)
+/* To WATCH clients and to event handlers (a status change, or an update at the same one). */
+static void publish_member(struct rd_agent *a, const struct rd_member *m, bool is_new,
+                           uint8_t old_status)
 {
     char addr[RD_ADDR_STRLEN];
     rd_addr_format(&m->addr, addr, sizeof addr);
@@ -314,7 +317,7 @@ static void publish_member(struct rd_agent *a, const struct rd_member *m)
     snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
     const char *fields[] = {"member", m->name, rd_status_name(m->status), addr, inc};
     if (a->query) rd_query_publish(a->query, fields, 5);
-    int hook = rd_hook_member_event(ev->is_new, ev->old_status, m->status);
+    int hook = rd_hook_member_event(is_new, old_status, m->status);
     if (hook >= 0) rd_hooks_event(a->hooks, (enum rd_hook_event)hook, fields, 5);
 }
 
@@ -1090,6 +1093,10 @@ static void host_status(void *ctx, struct rd_query_status *out)
     };
     if (a->cfg.keyring.nkeys) rd_keyring_fingerprint(a->cfg.keyring.keys[0], out->keyring_primary);
     rd_hooks_stats(a->hooks, &out->hooks);
+    snprintf(out->version, sizeof out->version, "%s", RINGD_VERSION);
+    out->pid = (uint64_t)getpid();
+    snprintf(out->config_file, sizeof out->config_file, "%s", a->cfg.config_path);
+    snprintf(out->profile, sizeof out->profile, "%s", rd_swim_profile_name(a->cfg.profile));
 }
 
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
@@ -1161,6 +1168,22 @@ static int open_udp(struct rd_agent *a, char *err, size_t errlen)
     return 0;
 }
 
+/* The timing in force, once at start: what --profile chose, in numbers. */
+static void log_profile(enum rd_swim_profile p, const struct rd_swim_config *sc)
+{
+    rd_logf(RD_LOG_INFO, "timing profile", RD_FSTR("profile", rd_swim_profile_name(p)),
+            RD_FUINT("probe_interval_ms", sc->probe_interval_ms),
+            RD_FUINT("probe_timeout_ms", sc->probe_timeout_ms),
+            RD_FUINT("indirect_checks", sc->indirect_checks),
+            RD_FUINT("gossip_interval_ms", sc->gossip_interval_ms),
+            RD_FUINT("gossip_fanout", sc->gossip_fanout),
+            RD_FUINT("retransmit_mult", sc->retransmit_mult),
+            RD_FUINT("suspicion_mult", sc->suspicion_mult),
+            RD_FUINT("suspicion_max_mult", sc->suspicion_max_mult),
+            RD_FUINT("suspicion_confirmations", sc->suspicion_confirmations),
+            RD_FUINT("sync_interval_ms", sc->sync_interval_ms));
+}
+
 /* Query clients hold one descriptor each: take all the kernel allows this process. */
 static void raise_fd_limit(void)
 {
@@ -1227,7 +1250,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     snprintf(self.zone, sizeof self.zone, "%s", a->cfg.zone);
     snprintf(self.tags, sizeof self.tags, "%s", a->cfg.tags);
     struct rd_swim_config sc;
-    rd_swim_config_default(&sc);
+    rd_swim_config_profile(&sc, a->cfg.profile);
     uint64_t seed = a->cfg.seed ? a->cfg.seed : wall_ms() ^ ((uint64_t)getpid() << 32);
     a->swim = rd_swim_new(&sc, &self, seed, now_ms());
     if (!a->swim || rd_ring_new(NULL, 0, a->cfg.vnodes, &a->ring) < 0) {
@@ -1317,6 +1340,7 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_LOG_WARN, "gossip in the clear accepted",
             RD_FSTR("sends", a->cfg.gossip_verify_outgoing == RD_SWITCH_OFF ? "plain" : "sealed"),
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
+    log_profile(a->cfg.profile, &sc);
     rebuild_ring(a); /* the ring of one: ourselves */
     size_t nseeds = 0;
     for (int i = 0; i < a->cfg.njoins; i++) {

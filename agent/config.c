@@ -266,6 +266,15 @@ static int set_switch(const struct option_def *o, struct rd_agent_config *cfg, c
     return 0;
 }
 
+static int set_profile(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                       char *err, size_t errlen)
+{
+    int p = rd_swim_profile_parse(val);
+    if (p < 0) return refuse(o, err, errlen, "'%s' is not lan, wan or local", val);
+    *FIELD(enum rd_swim_profile, cfg, o) = (enum rd_swim_profile)p;
+    return 0;
+}
+
 static int set_config(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
                       char *err, size_t errlen);
 
@@ -370,6 +379,9 @@ static const struct option_def options[] = {
     {"rejoin", "", OPT_FLAG, AT(rejoin), NULL, NULL, set_bool,
      "with --state-dir: rejoin through the snapshot even if this\n"
      "agent left gracefully last time"},
+    {"profile", "lan|wan|local", OPT_ONE, AT(profile), "lan", NULL, set_profile,
+     "timing of probes, gossip and suspicion: memberlist's LAN, WAN\n"
+     "or local-loopback set (README), the same on all agents"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -592,6 +604,10 @@ static int set_config(const struct option_def *o, struct rd_agent_config *cfg, c
         snprintf(err, errlen, "--%s %s: %s", o->name, val, strerror(errno));
         return RD_EINVAL;
     }
+    /* kept for INFO: absolute, so it names the file whatever the reader's directory */
+    char *abs = realpath(val, NULL);
+    snprintf(FIELD(char, cfg, o), sizeof cfg->config_path, "%s", abs ? abs : val);
+    free(abs);
     int rc = rd_config_read(cfg, f, val, err, errlen);
     fclose(f);
     return rc;

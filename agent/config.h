@@ -22,6 +22,7 @@
 #include "log.h"
 #include "member.h"
 #include "query.h"
+#include "swim.h"
 
 #define RD_DEFAULT_PORT   7946
 #define RD_DEFAULT_SOCKET "/run/ringd/ringd.sock"
@@ -62,14 +63,15 @@ struct rd_agent_config {
     char on_event[RD_HOOKS_MAX][RD_HOOK_SPEC_MAX + 1]; /* [FILTER=]CMD, hooks.h */
     int non_event;
     uint32_t event_timeout_s; /* a handler running longer is killed */
-    uint32_t join_timeout_s; /* with --join: exit 1 unless joined within this (0: never) */
-    char state_dir[4096]; /* empty: no snapshot; same size as keyring_path (set_path) */
-    bool rejoin;          /* rejoin through the snapshot even after a graceful leave */
+    uint32_t join_timeout_s;  /* with --join: exit 1 unless joined within this (0: never) */
+    char state_dir[4096];     /* empty: no snapshot; same size as keyring_path (set_path) */
+    bool rejoin;              /* rejoin through the snapshot even after a graceful leave */
     /* what SIGHUP parses again: the arguments (they live as long as the process) and the
      * last --config file among them ("" for none) */
     int argc;
     char **argv;
     char config_path[4096];
+    enum rd_swim_profile profile; /* timing set: lan (default), wan or local */
 };
 
 /**

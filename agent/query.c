@@ -527,7 +527,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
     rd_swim_counts(s, counts);
     const struct rd_member *me = rd_swim_self(s);
     const struct rd_swim_stats *ss = rd_swim_stats(s);
-    char addr[RD_ADDR_STRLEN], text[4096];
+    char addr[RD_ADDR_STRLEN], text[4096 + sizeof st.config_file];
     rd_addr_format(&me->addr, addr, sizeof addr);
     int n = snprintf(
         text, sizeof text,
@@ -557,6 +557,7 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         "events_handled:%" PRIu64 "\r\nevents_dropped:%" PRIu64 "\r\nhandlers_killed:%" PRIu64
         "\r\nhandlers_failed:%" PRIu64 "\r\n"
         "ready:%d\r\n"
+        "version:%s\r\npid:%" PRIu64 "\r\nconfig_file:%s\r\nprofile:%s\r\n"
         "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
         "\r\nconnections_cut_off:%" PRIu64 "\r\n",
         me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
@@ -575,8 +576,8 @@ static int info_text(struct rd_query *q, struct rd_buf *out)
         ss->ping_reqs_refused, ss->namesakes_ignored, rd_ring_scaled(ring, NULL, NULL),
         st.members_weight_capped, st.keyring_keys, st.keyring_primary, st.hooks.events_handled,
         st.hooks.events_dropped, st.hooks.handlers_killed, st.hooks.handlers_failed,
-        q->host.ready(q->host.ctx) ? 1 : 0, q->nconns, q->max_conns, q->nwatchers, q->rejected,
-        q->cut_off);
+        q->host.ready(q->host.ctx) ? 1 : 0, st.version, st.pid, st.config_file, st.profile,
+        q->nconns, q->max_conns, q->nwatchers, q->rejected, q->cut_off);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }

@@ -29,6 +29,11 @@ struct rd_query_peer;
 struct rd_ring;
 struct rd_swim;
 
+/** Longest release text INFO shows. */
+#define RD_QUERY_VERSION_MAX 31
+/** Longest timing profile name INFO shows. */
+#define RD_QUERY_PROFILE_MAX 15
+
 /** The numbers INFO shows that only the host knows; the server formats them. */
 struct rd_query_status {
     uint64_t uptime_s;
@@ -51,6 +56,10 @@ struct rd_query_status {
     size_t keyring_keys;                      /**< keys in the keyring (0: gossip in the clear) */
     char keyring_primary[RD_KEY_FINGERPRINT_LEN + 1]; /**< its fingerprint, "" without keys */
     struct rd_hook_stats hooks;                       /**< the --on-event handlers' counts */
+    char version[RD_QUERY_VERSION_MAX + 1];           /**< the agent's release, "" if unknown */
+    uint64_t pid;                                     /**< the agent's process id */
+    char config_file[4096];                           /**< the last --config, "" without one */
+    char profile[RD_QUERY_PROFILE_MAX + 1];           /**< timing profile: lan, wan or local */
 };
 
 /** The keyring changes a client may ask for (KEYRING INSTALL, USE, REMOVE). */

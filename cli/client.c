@@ -5,7 +5,9 @@
  * Each one connects to the agent's query socket, sends one RESP request and prints the
  * reply; watch then keeps printing pushed events. Plain blocking POSIX I/O: a CLI sends
  * one request and waits for one answer, so an event loop would only add code. Replies are
- * parsed with the same RESP module the agent uses (rd_resp_reply_parse).
+ * parsed with the same RESP module the agent uses (rd_resp_reply_parse). The filters of
+ * `members` (--status, --tag, --zone) run here over the MEMBERS reply, which carries every
+ * field they test: no socket command to add, and any agent answers them.
  *
  * Errors follow the project's convention: every step returns 0 or an RD_E* code with one
  * line in the caller's err buffer; main.c prints that line and turns the code into the
@@ -39,6 +41,10 @@
 #define RD_CLIENT_OWNERS_MAX 1000000L
 /** Most positional arguments any subcommand takes. */
 #define RD_CLIENT_MAX_ARGS 8
+/** Longest INFO value --json may print as a number (a uint64 has 20 digits). */
+#define RD_CLIENT_NUMBER_MAX 31
+/** Most --tag filters `members` takes. */
+#define RD_CLIENT_MAX_TAGS 16
 
 /* ============================================================ usage */
 
@@ -48,13 +54,17 @@ static void client_usage(void)
            "  members [--json]         members this agent knows, sorted by name:\n"
            "                           NAME ADDRESS STATUS INCARNATION WEIGHT TAGS\n"
            "                           (TAGS starts with zone=Z when the member has a zone)\n"
+           "    --status S             only members in status S: alive, suspect, dead or\n"
+           "                           left; repeatable or comma separated (any of them)\n"
+           "    --tag K=V              only members with tag K=V; repeatable (all of them)\n"
+           "    --zone Z               only members in zone Z\n"
            "  owner KEY [-n N] [--json]\n"
            "                           the member owning KEY; with -n, N distinct members\n"
            "                           clockwise, owner first, one per line. An empty ring\n"
            "                           prints nothing, says so on stderr and exits 1\n"
-           "  info                     this agent's view, one field:value per line\n"
-           "  watch [--json]           one line per membership or ring change until the\n"
-           "                           agent closes the connection or Ctrl-C\n"
+           "  info [--json]            this agent's view, one field:value per line\n"
+           "  watch [--json]           one line per membership or ring change until Ctrl-C\n"
+           "                           (exit 0) or the agent goes away (exit 1)\n"
            "  join HOST:PORT           join the cluster through HOST:PORT: waits for a\n"
            "                           full-state exchange with it; exit 1 with the reason\n"
            "                           if it failed\n"
@@ -83,10 +93,12 @@ static void client_usage(void)
            "  --socket PATH            the agent's query socket (default: $RINGD_SOCKET,\n"
            "                           else %s); accepted anywhere in the arguments\n"
            "  --json                   JSON output: members prints an array of objects,\n"
-           "                           owner an object {key, owners}, watch one object per line,\n"
-           "                           keys list an array of {fingerprint, primary}\n"
+           "                           owner an object {key, owners}, info an object of its\n"
+           "                           fields, watch one object per line, keys list an array\n"
+           "                           of {fingerprint, primary}, version {version}\n"
            "  -h, --help               this help\n\n"
-           "Exit status: 0 success, 1 the agent is unreachable or refused, 2 bad usage.\n",
+           "Exit status: 0 success, 1 the agent is unreachable, refused or went away, 2 bad\n"
+           "usage.\n",
            RD_DEFAULT_SOCKET);
 }
 
@@ -99,6 +111,12 @@ struct opts {
     int nargs;
     bool json, help, has_n, prune;
     long n;
+    /* members filters: a bit per enum rd_status (0: any), tags that must all be there
+     * ("k=v"), and a zone (NULL: any) */
+    unsigned statuses;
+    const char *tags[RD_CLIENT_MAX_TAGS];
+    int ntags;
+    const char *zone;
 };
 
 /* A bad command line: the reason and where to look, RD_EINVAL. */
@@ -125,6 +143,63 @@ static bool parse_count(const char *s, long max, long *out)
     if (v > max) return false;
     *out = v;
     return true;
+}
+
+/* --status S: one or more of alive|suspect|dead|left, comma separated, into o->statuses. */
+static int add_statuses(struct opts *o, const char *val, char *err, size_t errlen)
+{
+    for (const char *p = val;;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int k = 0; k < 4; k++)
+            if (strlen(rd_status_name(k)) == len && strncmp(p, rd_status_name(k), len) == 0)
+                found = k;
+        if (found < 0)
+            return usage_error(err, errlen, "--status: '%.*s' is not alive, suspect, dead or left",
+                               (int)len, p);
+        o->statuses |= 1u << found;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+/* The value of option `a` (argv[*i]): after its '=', else the next argument. NULL if none. */
+static const char *option_value(int argc, char **argv, int *i, size_t namelen)
+{
+    const char *a = argv[*i];
+    if (a[namelen] == '=') return a + namelen + 1;
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+/* True if `a` is the long option `name`, alone or as name=value. */
+static bool is_option(const char *a, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
+}
+
+/* The members filters; 1 when `argv[*i]` is none of them, else 0 or RD_EINVAL. */
+static int parse_filter(int argc, char **argv, int *i, struct opts *o, char *err, size_t errlen)
+{
+    const char *a = argv[*i];
+    const char *name = is_option(a, "--status") ? "--status"
+                       : is_option(a, "--tag")  ? "--tag"
+                       : is_option(a, "--zone") ? "--zone"
+                                                : NULL;
+    if (!name) return 1;
+    const char *val = option_value(argc, argv, i, strlen(name));
+    if (!val) return usage_error(err, errlen, "%s needs a value", name);
+    if (name[2] == 's') return add_statuses(o, val, err, errlen);
+    if (name[2] == 'z') {
+        o->zone = val;
+        return 0;
+    }
+    if (!strchr(val, '=') || val[0] == '=' || strchr(val, ','))
+        return usage_error(err, errlen, "--tag: '%s' is not KEY=VALUE", val);
+    if (o->ntags == RD_CLIENT_MAX_TAGS)
+        return usage_error(err, errlen, "at most %d --tag filters", RD_CLIENT_MAX_TAGS);
+    o->tags[o->ntags++] = val;
+    return 0;
 }
 
 /* 0, or RD_EINVAL with why in err. Options may come anywhere, even before the command. */
@@ -162,7 +237,9 @@ static int parse_args(int argc, char **argv, struct opts *o, char *err, size_t e
                                        val);
                 o->has_n = true;
             } else {
-                return usage_error(err, errlen, "unknown option '%s'", a);
+                int rc = parse_filter(argc, argv, &i, o, err, errlen);
+                if (rc < 0) return rc;
+                if (rc > 0) return usage_error(err, errlen, "unknown option '%s'", a);
             }
             continue;
         }
@@ -455,6 +532,33 @@ static const char *field(const struct rd_resp_reply *m, const char *key)
     return "";
 }
 
+/* True if the "k=v,k=v" list `tags` holds exactly the entry `kv`. */
+static bool has_tag(const char *tags, const char *kv)
+{
+    size_t n = strlen(kv);
+    for (const char *p = tags; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, kv, n) == 0) return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* The --status, --tag and --zone filters: all given must match. */
+static bool row_wanted(const struct opts *o, const struct member_row *row)
+{
+    if (o->statuses) {
+        int st = -1;
+        for (int k = 0; k < 4; k++)
+            if (strcmp(row->status, rd_status_name(k)) == 0) st = k;
+        if (st < 0 || !(o->statuses & (1u << st))) return false;
+    }
+    if (o->zone && strcmp(row->zone, o->zone) != 0) return false;
+    for (int i = 0; i < o->ntags; i++)
+        if (!has_tag(row->tags, o->tags[i])) return false;
+    return true;
+}
+
 static int row_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct member_row *)a)->name, ((const struct member_row *)b)->name);
@@ -490,6 +594,7 @@ static int cmd_members(const struct opts *o, char *err, size_t errlen)
         row->tags = field(m, "tags");
         snprintf(row->tagcol, sizeof row->tagcol, "%s%s%s%s", *row->zone ? "zone=" : "", row->zone,
                  *row->zone && *row->tags ? "," : "", row->tags);
+        if (!row_wanted(o, row)) n--;
     }
     qsort(rows, n, sizeof *rows, row_cmp);
     if (o->json) {
@@ -586,6 +691,65 @@ static int cmd_owner(const struct opts *o, char *err, size_t errlen)
 
 /* ============================================================ info, join, leave */
 
+/*
+ * INFO fields whose values are text in --json output, whatever they look like: a name
+ * or a checksum may be all digits, and a field must not change type from one agent to
+ * the next. Every other field is a number when its value is one (README, "The client
+ * commands").
+ */
+static const char *const info_text_fields[] = {
+    "name",
+    "addr",
+    "status",
+    "members_checksum",
+    "ring_checksum",
+    "version",
+    "keyring_primary",
+    "config_file",
+    "gossip_verify_incoming",
+    "gossip_verify_outgoing",
+    "profile",
+};
+
+static bool info_is_text(const char *key, size_t len)
+{
+    for (size_t i = 0; i < sizeof info_text_fields / sizeof info_text_fields[0]; i++)
+        if (strlen(info_text_fields[i]) == len && strncmp(key, info_text_fields[i], len) == 0)
+            return true;
+    return false;
+}
+
+/* The INFO text as one JSON object: "key:value" lines in order, "#" lines left out. */
+static void info_json(const char *text, size_t len)
+{
+    bool first = true;
+    fputc('{', stdout);
+    for (size_t i = 0; i < len;) {
+        size_t end = i;
+        while (end < len && text[end] != '\n' && text[end] != '\r')
+            end++;
+        const char *line = text + i, *colon = memchr(line, ':', end - i);
+        if (colon && line[0] != '#' && colon > line) {
+            size_t klen = (size_t)(colon - line), vlen = end - i - klen - 1;
+            char number[RD_CLIENT_NUMBER_MAX + 1];
+            if (!first) fputc(',', stdout);
+            first = false;
+            json_str(stdout, line, klen);
+            fputc(':', stdout);
+            if (info_is_text(line, klen) || vlen > RD_CLIENT_NUMBER_MAX) {
+                json_str(stdout, colon + 1, vlen);
+            } else {
+                snprintf(number, sizeof number, "%.*s", (int)vlen, colon + 1);
+                json_num(stdout, number);
+            }
+        }
+        i = end;
+        while (i < len && (text[i] == '\n' || text[i] == '\r'))
+            i++;
+    }
+    fputs("}\n", stdout);
+}
+
 /* The INFO text into *out, for subcommand `name`, which takes no arguments. */
 static int info_reply(const struct opts *o, const char *name, struct rd_resp_reply **out, char *err,
                       size_t errlen)
@@ -603,6 +767,11 @@ static int cmd_info(const struct opts *o, char *err, size_t errlen)
     struct rd_resp_reply *r;
     int rc = info_reply(o, "info", &r, err, errlen);
     if (rc < 0) return rc;
+    if (o->json) {
+        info_json(r->str, r->len);
+        rd_resp_reply_free(r);
+        return flushed(err, errlen);
+    }
     /* The text as the agent wrote it, with Unix line ends so it greps and cuts cleanly. */
     for (size_t i = 0; i < r->len; i++)
         if (!(r->str[i] == '\r' && i + 1 < r->len && r->str[i + 1] == '\n')) putchar(r->str[i]);
@@ -826,9 +995,15 @@ static int cmd_watch(const struct opts *o, char *err, size_t errlen)
     rd_resp_reply_free(r);
     while (rc == 0) {
         rc = conn_recv(&c, &r, err, errlen);
-        if (rc < 0 || !r) break; /* the agent went away, or Ctrl-C: a normal end */
+        if (rc < 0 || !r) break; /* a read error, the agent went away, or Ctrl-C */
         if (r->type == RD_RESP_ARRAY) print_event(r, o->json);
         rd_resp_reply_free(r);
+    }
+    /* Only our own Ctrl-C or SIGTERM is a normal end: a watcher whose agent is gone sees
+     * no more changes, and whoever runs it (a script, a supervisor) must learn that. */
+    if (rc == 0 && !interrupted) {
+        snprintf(err, errlen, "the agent closed the connection (it stopped or left)");
+        rc = RD_EIO;
     }
     conn_close(&c);
     return rc;
@@ -844,9 +1019,10 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-    {"members", true, false, "ringd members [--json] [--socket PATH]"},
+    {"members", true, false,
+     "ringd members [--status S] [--tag K=V] [--zone Z] [--json] [--socket PATH]"},
     {"owner", true, true, "ringd owner KEY [-n N] [--json] [--socket PATH]"},
-    {"info", false, false, "ringd info [--socket PATH]"},
+    {"info", true, false, "ringd info [--json] [--socket PATH]"},
     {"watch", true, false, "ringd watch [--json] [--socket PATH]"},
     {"join", false, false, "ringd join HOST:PORT [--socket PATH]"},
     {"leave", false, false, "ringd leave [--socket PATH]"},
@@ -883,6 +1059,8 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (o.has_n && !sc->n) return usage_error(err, errlen, "-n is not an option of '%s'", sc->name);
     if (o.prune && strcmp(sc->name, "force-leave") != 0)
         return usage_error(err, errlen, "--prune is not an option of '%s'", sc->name);
+    if ((o.statuses || o.ntags || o.zone) && strcmp(sc->name, "members") != 0)
+        return usage_error(err, errlen, "--status, --tag and --zone are options of 'members' only");
     if (strcmp(sc->name, "members") == 0) return cmd_members(&o, err, errlen);
     if (strcmp(sc->name, "owner") == 0) return cmd_owner(&o, err, errlen);
     if (strcmp(sc->name, "info") == 0) return cmd_info(&o, err, errlen);

@@ -6,6 +6,7 @@
  * line, 1 anything else (the agent could not start, could not be reached, or said no).
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,9 +39,9 @@ static void usage(FILE *out)
             "  force-leave NAME\n"
             "             mark a dead member left everywhere (--prune: also a live one)\n"
             "  keygen     print a new random gossip key (base64) for --keyring-file\n"
-            "  version    print the version\n\n"
+            "  version    print the version (--json: {\"version\": ...})\n\n"
             "Client commands take --socket PATH (or RINGD_SOCKET; default %s)\n"
-            "and --json where they print tables.\n",
+            "and --json where they print (see ringd members --help).\n",
             RD_DEFAULT_SOCKET);
 }
 
@@ -60,7 +61,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        puts("ringd " RINGD_VERSION);
+        bool json = false;
+        for (int i = 2; i < argc; i++)
+            json = json || strcmp(argv[i], "--json") == 0;
+        puts(json ? "{\"version\":\"" RINGD_VERSION "\"}" : "ringd " RINGD_VERSION);
         return 0;
     }
     if (strcmp(cmd, "keygen") == 0) {

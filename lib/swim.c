@@ -250,6 +250,60 @@ void rd_swim_config_default(struct rd_swim_config *cfg)
     };
 }
 
+/*
+ * The profiles are memberlist's numbers, row by row, converted where ringd's formulas
+ * differ (README.md's profile table names the memberlist field behind each value):
+ * ringd's suspicion minimum is half memberlist's, rounded up, and max_mult makes the
+ * maximum memberlist's (SuspicionMaxTimeoutMult 6 times its minimum); k is memberlist's
+ * SuspicionMult - 2. What memberlist does not have (join backoff, tombstones, name
+ * reclaim, reconnect) keeps its default in every profile.
+ */
+struct memberlist_set {
+    uint32_t probe_interval, probe_timeout, indirect_checks; /* ms, ms, members */
+    uint32_t gossip_interval, gossip_nodes, retransmit_mult; /* ms, members, sends */
+    uint32_t suspicion_mult, push_pull_interval;             /* memberlist's mult, ms */
+};
+
+#define MEMBERLIST_SUSPICION_MAX_MULT 6
+
+static const struct memberlist_set memberlist_sets[RD_PROFILE_COUNT] = {
+    [RD_PROFILE_LAN] = {1000, 500, 3, 200, 3, 4, 4, 30000},
+    [RD_PROFILE_WAN] = {5000, 3000, 3, 500, 4, 4, 6, 60000},
+    [RD_PROFILE_LOCAL] = {1000, 200, 1, 100, 3, 2, 3, 15000},
+};
+
+void rd_swim_config_profile(struct rd_swim_config *cfg, enum rd_swim_profile p)
+{
+    rd_swim_config_default(cfg);
+    if ((unsigned)p >= RD_PROFILE_COUNT) return;
+    const struct memberlist_set *m = &memberlist_sets[p];
+    cfg->probe_interval_ms = m->probe_interval;
+    cfg->probe_timeout_ms = m->probe_timeout;
+    cfg->indirect_checks = m->indirect_checks;
+    cfg->gossip_interval_ms = m->gossip_interval;
+    cfg->gossip_fanout = m->gossip_nodes;
+    cfg->retransmit_mult = m->retransmit_mult;
+    cfg->suspicion_mult = (m->suspicion_mult + 1) / 2;
+    cfg->suspicion_max_mult =
+        MEMBERLIST_SUSPICION_MAX_MULT * m->suspicion_mult / cfg->suspicion_mult;
+    cfg->suspicion_confirmations = m->suspicion_mult - 2;
+    cfg->sync_interval_ms = m->push_pull_interval;
+}
+
+static const char *const profile_names[RD_PROFILE_COUNT] = {"lan", "wan", "local"};
+
+const char *rd_swim_profile_name(enum rd_swim_profile p)
+{
+    return (unsigned)p < RD_PROFILE_COUNT ? profile_names[p] : "?";
+}
+
+int rd_swim_profile_parse(const char *name)
+{
+    for (int p = 0; p < RD_PROFILE_COUNT; p++)
+        if (strcmp(name, profile_names[p]) == 0) return p;
+    return -1;
+}
+
 /* ---------------------------------------------------------------- name index */
 
 static size_t index_slot(const struct rd_swim *s, const char *name, bool *found)

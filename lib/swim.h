@@ -53,6 +53,19 @@ struct rd_swim_config {
 /** Fills `cfg` with the LAN defaults above. */
 void rd_swim_config_default(struct rd_swim_config *cfg);
 
+/**
+ * memberlist's three timing sets (DefaultLANConfig, DefaultWANConfig, DefaultLocalConfig),
+ * mapped onto rd_swim_config as README.md's profile table says. LAN is the default.
+ */
+enum rd_swim_profile { RD_PROFILE_LAN, RD_PROFILE_WAN, RD_PROFILE_LOCAL, RD_PROFILE_COUNT };
+
+/** Fills `cfg` with profile `p`'s values; RD_PROFILE_LAN gives rd_swim_config_default(). */
+void rd_swim_config_profile(struct rd_swim_config *cfg, enum rd_swim_profile p);
+/** "lan", "wan" or "local"; "?" for a value out of range. */
+const char *rd_swim_profile_name(enum rd_swim_profile p);
+/** The profile named `name` (exactly as rd_swim_profile_name() spells it), or -1. */
+int rd_swim_profile_parse(const char *name);
+
 /** One member change. Copies, valid after the call. */
 struct rd_swim_event {
     struct rd_member member;   /**< the member as now known */

@@ -264,8 +264,8 @@ expect "a bad flag exits 2" "$?" 2
 expect "a bad flag prints one line" "$(wc -l <<<"$out")" 1
 R owner k -n zero >/dev/null 2>&1
 expect "owner -n with a bad count exits 2" "$?" 2
-R info --json >/dev/null 2>&1
-expect "--json where there is no table exits 2" "$?" 2
+R join --json 127.0.0.1:1 >/dev/null 2>&1
+expect "--json on a command that prints no data (join) exits 2" "$?" 2
 out=$(R join nope:notaport 2>&1)
 expect_match "ringd join with a bad address: exit 1 and the agent's error" "$? $out" \
     "^1 ringd: ERR cannot join nope:notaport: [a-z]"
@@ -341,7 +341,9 @@ kill -KILL "$a1"
 wait "$a1" 2>/dev/null
 expect "after SIGKILL the socket file stays behind" "$([[ -S "$s1" ]] && echo stale)" stale
 wait_exit "$watch_pid"
-expect "watchers end when the agent goes away" "$status" 0
+expect "watchers end, exit status 1, when the agent goes away" "$status" 1
+expect "... saying so on their last line" "$(tail -1 "$dir/watch.txt")" \
+    "ringd: the agent closed the connection (it stopped or left)"
 start_agent a1 "$p1" "$s1"
 a1=$agent_pid
 if wait_socket "$s1"; then ok "a new agent replaces the stale socket"; else not_ok "a new agent replaces the stale socket" "$(tail -5 "$dir/a1.log")"; fi

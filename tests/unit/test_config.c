@@ -27,7 +27,7 @@
 /* Every field of a config as one line. */
 static const char *describe(const struct rd_agent_config *c)
 {
-    static char out[8192];
+    static char out[16384];
     char joins[RD_JOIN_MAX * (RD_HOSTPORT_MAX + 1) + 1] = "";
     for (int i = 0; i < c->njoins; i++) {
         if (i) strcat(joins, " ");
@@ -35,11 +35,13 @@ static const char *describe(const struct rd_agent_config *c)
     }
     snprintf(out, sizeof out,
              "name=%s bind=%s port=%u advertise=%s adv_port=%u joins=[%s] socket=%s mode=%o "
-             "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu verify=%d/%d",
+             "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu verify=%d/%d profile=%s "
+             "config=%s",
              c->name, c->bind_text, c->bind.port, c->advertise_text, c->advertise.port, joins,
              c->socket_path, c->socket_mode, (unsigned)c->vnodes, (unsigned)c->weight, c->zone,
              c->tags, (int)c->log_format, (int)c->log_level, (unsigned long long)c->seed,
-             (int)c->gossip_verify_incoming, (int)c->gossip_verify_outgoing);
+             (int)c->gossip_verify_incoming, (int)c->gossip_verify_outgoing,
+             rd_swim_profile_name(c->profile), c->config_path);
     return out;
 }
 
@@ -111,7 +113,7 @@ static const struct flag_case flag_cases[] = {
      false,
      "name=t1 bind=0.0.0.0:7946 port=7946 advertise= adv_port=7946 joins=[] "
      "socket=/run/ringd/ringd.sock mode=660 vnodes=512 weight=1000 zone= tags= log=0/1 seed=0 "
-     "verify=0/0"},
+     "verify=0/0 profile=lan config="},
     /* valid values, both spellings */
     {{"--name", "web-1.eu:a@b_c"}, false, "name=web-1.eu:a@b_c "},
     {{"--bind", "127.0.0.1:9000"}, false, "bind=127.0.0.1:9000 port=9000 advertise= adv_port=9000"},
@@ -133,6 +135,9 @@ static const struct flag_case flag_cases[] = {
     /* on|off switches: given or not is kept (0 unset, 1 on, 2 off) for rd_config_secure */
     {{"--gossip-verify-incoming", "off"}, false, "verify=2/0"},
     {{"--gossip-verify-incoming=on", "--gossip-verify-outgoing=off"}, false, "verify=1/2"},
+    {{"--profile", "wan"}, false, "profile=wan "},
+    {{"--profile=local"}, false, "profile=local "},
+    {{"--profile", "wan", "--profile", "lan"}, false, "profile=lan "},
     /* given twice: the last wins */
     {{"--vnodes", "5", "--vnodes=9"}, false, "vnodes=9 "},
     {{"--name", "a", "--name", "b"}, false, "name=b "},
@@ -167,6 +172,9 @@ static const struct flag_case flag_cases[] = {
     {{"--log-format", "xml"}, true, "--log-format: 'xml' is not logfmt or json"},
     {{"--log-level", "trace"}, true, "--log-level: 'trace' is not debug, info, warn or error"},
     {{"--seed", "x"}, true, "--seed: 'x' is not a number"},
+    {{"--profile", "LAN"}, true, "--profile: 'LAN' is not lan, wan or local"},
+    {{"--profile="}, true, "--profile: '' is not lan, wan or local"},
+    {{"--profile", "lan "}, true, "--profile: 'lan ' is not lan, wan or local"},
     {{"--seed", "1 "}, true, "--seed: '1 ' is not a number"},
     {{"--gossip-verify-incoming", "true"},
      true,
@@ -336,6 +344,7 @@ static void test_config_help_names_every_option_once(void **state)
         "join-timeout",
         "state-dir",
         "rejoin",
+        "profile",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {
@@ -596,6 +605,89 @@ static void test_config_on_event(void **state)
     assert_int_equal(parse(&cfg, toolong, err, sizeof err), 0);
 }
 
+/* Every field of a membership timing as one line. */
+static const char *timing(enum rd_swim_profile p)
+{
+    static char out[512];
+    struct rd_swim_config c;
+    rd_swim_config_profile(&c, p);
+    /* 15 fields: a field added to rd_swim_config must be added here too */
+    assert_int_equal(sizeof c, 15 * sizeof(uint32_t));
+    snprintf(out, sizeof out,
+             "probe=%u/%u indirect=%u gossip=%ux%u retransmit=%u suspicion=%u/%u/k%u sync=%u "
+             "join=%u tombstone=%u reclaim=%u reconnect=%u awareness=%u",
+             c.probe_interval_ms, c.probe_timeout_ms, c.indirect_checks, c.gossip_interval_ms,
+             c.gossip_fanout, c.retransmit_mult, c.suspicion_mult, c.suspicion_max_mult,
+             c.suspicion_confirmations, c.sync_interval_ms, c.join_retry_max_ms, c.tombstone_ms,
+             c.reclaim_ms, c.reconnect_interval_ms, c.awareness_max);
+    return out;
+}
+
+/* --profile: each name gives memberlist's set as README.md's table maps it, and lan is
+ * exactly the timing every agent had before profiles existed (the simulator's too). */
+static void test_config_profiles(void **state)
+{
+    /* what rd_swim_config_default() gave when it was the only timing */
+    assert_string_equal(timing(RD_PROFILE_LAN),
+                        "probe=1000/500 indirect=3 gossip=200x3 retransmit=4 suspicion=2/12/k2 "
+                        "sync=30000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+                        "awareness=8");
+    struct rd_swim_config def, lan;
+    rd_swim_config_default(&def);
+    rd_swim_config_profile(&lan, RD_PROFILE_LAN);
+    assert_memory_equal(&def, &lan, sizeof lan);
+    /* DefaultWANConfig: 5 s / 3 s probes, 4 nodes every 500 ms, push-pull 60 s,
+     * SuspicionMult 6: half of it, max_mult twice 6 (the same 180 s maximum), k = 6 - 2 */
+    assert_string_equal(timing(RD_PROFILE_WAN),
+                        "probe=5000/3000 indirect=3 gossip=500x4 retransmit=4 suspicion=3/12/k4 "
+                        "sync=60000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+                        "awareness=8");
+    /* DefaultLocalConfig: 200 ms timeout, 1 indirect check, gossip every 100 ms,
+     * retransmit 2, push-pull 15 s, SuspicionMult 3: min rounds up to 2, max 18 s, k 1 */
+    assert_string_equal(timing(RD_PROFILE_LOCAL),
+                        "probe=1000/200 indirect=1 gossip=100x3 retransmit=2 suspicion=2/9/k1 "
+                        "sync=15000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+                        "awareness=8");
+
+    for (int p = 0; p < RD_PROFILE_COUNT; p++) {
+        /* names round-trip, and the flag picks the same set */
+        assert_int_equal(rd_swim_profile_parse(rd_swim_profile_name((enum rd_swim_profile)p)), p);
+        struct rd_agent_config cfg;
+        char err[128];
+        const char *args[] = {"--profile", rd_swim_profile_name((enum rd_swim_profile)p), NULL};
+        assert_int_equal(parse(&cfg, args, err, sizeof err), 0);
+        assert_int_equal(cfg.profile, p);
+    }
+    assert_int_equal(rd_swim_profile_parse("Wan"), -1);
+    assert_int_equal(rd_swim_profile_parse(""), -1);
+    assert_string_equal(rd_swim_profile_name(RD_PROFILE_COUNT), "?");
+
+    /* a profile in a config file, and the file's absolute path kept for INFO */
+    char dir[] = "/tmp/test_config_dir.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[sizeof dir + 16], cwd[4096];
+    snprintf(path, sizeof path, "%s/r.conf", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("profile = local\n", f);
+    fclose(f);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    struct rd_agent_config cfg;
+    char err[256];
+    const char *args[] = {"--config", "r.conf", NULL};
+    int rc = parse(&cfg, args, err, sizeof err);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.profile, RD_PROFILE_LOCAL);
+    char *want = realpath(path, NULL);
+    assert_non_null(want);
+    assert_string_equal(cfg.config_path, want);
+    free(want);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_config_file_and_flags_in_order),
         cmocka_unit_test(test_config_read_from_memory),
         cmocka_unit_test(test_config_on_event),
+        cmocka_unit_test(test_config_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

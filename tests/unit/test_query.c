@@ -93,7 +93,11 @@ static void fake_status(void *ctx, struct rd_query_status *out)
         .hooks = {.events_handled = 20,
                   .events_dropped = 21,
                   .handlers_killed = 22,
-                  .handlers_failed = 23}};
+                  .handlers_failed = 23},
+        .version = "9.8.7",
+        .pid = 4321,
+        .config_file = "/etc/ringd/ringd.conf",
+        .profile = "wan"};
 }
 
 /* Two keys; a change echoes a fingerprint, or fails with the host's words for "bad". */
@@ -437,6 +441,8 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "events_handled:20\r\nevents_dropped:21\r\nhandlers_killed:22\r\n"
                  "handlers_failed:23\r\n"
                  "ready:1\r\n"
+                 "version:9.8.7\r\npid:4321\r\nconfig_file:/etc/ringd/ringd.conf\r\n"
+                 "profile:wan\r\n"
                  "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
@@ -486,7 +492,7 @@ static void test_query_not_ready_refuses_placement_only(void **state)
     struct got g = {.len = 0};
     say(fd, "INFO\r\n");
     hear_until(f, fd, &g, "connections_cut_off:0\r\n\r\n");
-    assert_non_null(strstr(g.buf, "\r\nready:0\r\nconnections:"));
+    assert_non_null(strstr(g.buf, "\r\nready:0\r\nversion:"));
     f->agent.not_ready = false;
     int idx = rd_ring_owner(f->agent.ring, "k", 1);
     char want[64];
