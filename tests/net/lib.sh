@@ -122,15 +122,19 @@ keys_up() {
   for i in $(seq 1 "$HOSTS"); do (umask 077; echo "$key" >"$(keysf "$i")") || return 1; done
 }
 
-# start I: starts (or restarts) the agent of host I in its namespace, same name, address,
-# socket, keyring file and seeds every time; its log is appended to.
+# start I [nojoin]: starts (or restarts) the agent of host I in its namespace, same name,
+# address, socket, keyring file, state directory (a snapshot of the member table) and seeds
+# every time, or with no --join at all ("nojoin": it rejoins through its snapshot); its log
+# is appended to.
 start() {
   i=$1
   rm -f "$(sock "$i")"
-  # shellcheck disable=SC2046
+  joins=$(join_flags "$i")
+  [ "${2:-}" = nojoin ] && joins=""
+  # shellcheck disable=SC2086
   nice -n "$NICE" ip netns exec "$(ns "$i")" "$RINGD" agent --name "$(name "$i")" \
     --bind "$(addr "$i"):$PORT" --keyring-file "$(keysf "$i")" --cluster net \
-    --socket "$(sock "$i")" $(join_flags "$i") \
+    --socket "$(sock "$i")" --state-dir "$DIR/h$i/state" $joins \
     --log-level "${LOG_LEVEL:-info}" 2>>"$(logf "$i")" &
   pid=$!
   PIDS="$PIDS $pid"
