@@ -383,6 +383,7 @@ static void flush(struct rd_agent *a)
         }
         if (ev.updated) {
             log_update(a, &ev);
+            snapshot_changed(a); /* a new incarnation: the next life must start above it */
             schedule_rebuild(a); /* a weight or zone may have moved keys */
             continue;
         }
@@ -896,6 +897,9 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
     bool joins = in->njoins != next->njoins;
     for (int i = 0; i < in->njoins && !joins; i++)
         joins = strcmp(in->joins[i], next->joins[i]) != 0;
+    bool hooks_differ = in->non_event != next->non_event;
+    for (int i = 0; i < in->non_event && !hooks_differ; i++)
+        hooks_differ = strcmp(in->on_event[i], next->on_event[i]) != 0;
     const struct {
         const char *name;
         bool differs;
@@ -917,6 +921,12 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
          switch_on(in->gossip_verify_incoming) != switch_on(next->gossip_verify_incoming)},
         {"gossip-verify-outgoing",
          switch_on(in->gossip_verify_outgoing) != switch_on(next->gossip_verify_outgoing)},
+        {"on-event", hooks_differ},
+        {"event-timeout", in->event_timeout_s != next->event_timeout_s},
+        {"join-timeout", in->join_timeout_s != next->join_timeout_s},
+        {"state-dir", strcmp(in->state_dir, next->state_dir) != 0},
+        {"rejoin", in->rejoin != next->rejoin},
+        {"profile", in->profile != next->profile},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (opts[i].differs) list_add(out, cap, opts[i].name);
@@ -935,7 +945,7 @@ static void reload_config(struct rd_agent *a)
     const char *path = a->cfg.config_path[0] ? a->cfg.config_path : "none";
     struct rd_agent_config *next = malloc(sizeof *next);
     char err[1024];
-    int rc = next ? rd_config_parse(next, a->cfg.argc, a->cfg.argv, err, sizeof err) : RD_ENOMEM;
+    int rc = next ? rd_config_reparse(next, a->cfg.argc, a->cfg.argv, err, sizeof err) : RD_ENOMEM;
     if (rc == RD_ENOMEM) snprintf(err, sizeof err, "out of memory");
     if (rc == 0 && next->weight > a->cfg.max_weight) {
         snprintf(err, sizeof err, "--weight %u.%03u is above --max-weight %u.%03u in force",
@@ -1108,7 +1118,10 @@ static void host_join(void *ctx, const char *hostport, const struct rd_addr *see
         return;
     }
     rd_sync_add_seed(a->sync, seed);
-    rd_swim_join(a->swim, now_ms(), seed, 1); /* queues an exchange with seed: flushed now */
+    if (!rd_swim_join(a->swim, now_ms(), seed, 1)) { /* else queued: flushed now */
+        rd_query_join_done(a->query, seed, "too many exchanges pending: try again");
+        return;
+    }
     flush(a);
 }
 
@@ -1315,7 +1328,6 @@ int rd_agent_run(const struct rd_agent_config *config)
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);
     uv_signal_start(&a->sighup, on_sighup, SIGHUP);
-    signal(SIGPIPE, SIG_IGN);
     uv_signal_init(a->loop, &a->sigusr1);
     a->sigusr1.data = a;
     uv_signal_start(&a->sigusr1, on_sigusr1, SIGUSR1);

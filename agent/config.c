@@ -322,8 +322,9 @@ static const struct option_def options[] = {
     {"socket-mode", "OCTAL", OPT_ONE, AT(socket_mode), "0660", NULL, set_socket_mode,
      "permissions of the query socket"},
     {"admin-group", "GROUP", OPT_ONE, AT(admin_group), NULL, "none", set_group,
-     "group (name or gid) whose members may JOIN and LEAVE through\n"
-     "the socket, besides root and the agent's user"},
+     "group (name or gid) whose members may make changes through the\n"
+     "socket (JOIN, LEAVE, KEYRING, TAGS, WEIGHT, FORCE-LEAVE), besides\n"
+     "root and the agent's user"},
     {"vnodes", "N", OPT_ONE, AT(vnodes), RD_STR(RD_RING_VNODES_DEFAULT), NULL, set_vnodes,
      "ring points per member at weight 1, same on all agents"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
@@ -625,8 +626,9 @@ static int resolve(const char *flag, const char *text, int default_port, int pas
     return 0;
 }
 
-/* What needs every option first: the host name as default name, and addresses. */
-static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
+/* What needs every option first: the host name as default name, and (when asked: they
+ * may take a DNS query) the addresses. */
+static int finish(struct rd_agent_config *cfg, bool resolve_addrs, char *err, size_t errlen)
 {
     if (!cfg->name[0]) {
         char host[256] = "";
@@ -645,6 +647,7 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
             cfg->max_weight / RD_WEIGHT_ONE, cfg->max_weight % RD_WEIGHT_ONE);
         return RD_EINVAL;
     }
+    if (!resolve_addrs) return 0;
     if (resolve("bind", cfg->bind_text, RD_DEFAULT_PORT, 1, &cfg->bind, err, errlen) < 0)
         return RD_EINVAL;
     if (cfg->advertise_text[0]) {
@@ -662,7 +665,8 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen)
+static int parse(struct rd_agent_config *cfg, int argc, char **argv, bool resolve_addrs, char *err,
+                 size_t errlen)
 {
     if (rd_config_defaults(cfg, err, errlen) < 0) return RD_EINVAL;
     cfg->argc = argc;
@@ -702,7 +706,17 @@ int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *er
         }
         if (apply(cfg, name, val, false, err, errlen) < 0) return RD_EINVAL;
     }
-    return finish(cfg, err, errlen);
+    return finish(cfg, resolve_addrs, err, errlen);
+}
+
+int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    return parse(cfg, argc, argv, true, err, errlen);
+}
+
+int rd_config_reparse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    return parse(cfg, argc, argv, false, err, errlen);
 }
 
 static bool is_loopback(const struct rd_addr *a)

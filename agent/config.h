@@ -80,6 +80,12 @@ struct rd_agent_config {
  * cfg keeps argc and argv (not copied): SIGHUP parses them again, config file and all.
  */
 int rd_config_parse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen);
+/**
+ * rd_config_parse() for SIGHUP, on the agent's loop: the same, but the addresses are left
+ * unresolved (bind and advertise stay as text), since resolving may wait for DNS and they
+ * cannot change without a restart anyway.
+ */
+int rd_config_reparse(struct rd_agent_config *cfg, int argc, char **argv, char *err, size_t errlen);
 /** Sets every field to its option's default. Returns 0 (RD_EINVAL only if a default is bad). */
 int rd_config_defaults(struct rd_agent_config *cfg, char *err, size_t errlen);
 /**

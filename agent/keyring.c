@@ -109,10 +109,15 @@ int rd_keyring_load(struct rd_keyring *kr, const char *path, char *err, size_t e
     int lineno = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        if (!strchr(line, '\n') && !feof(f))
+        if (!strchr(line, '\n') && !feof(f)) {
+            sodium_memzero(line, sizeof line);
             return load_fail(kr, f, err, errlen, "--keyring-file %s:%d: line too long", path,
                              lineno);
-        if (parse_line(kr, line, path, lineno, f, err, errlen) < 0) return RD_EINVAL;
+        }
+        if (parse_line(kr, line, path, lineno, f, err, errlen) < 0) {
+            sodium_memzero(line, sizeof line);
+            return RD_EINVAL;
+        }
     }
     sodium_memzero(line, sizeof line);
     if (ferror(f)) return load_fail(kr, f, err, errlen, "--keyring-file %s: read error", path);

@@ -847,7 +847,7 @@ static bool arg_text(struct qconn *c, const struct rd_resp_request *r, size_t i,
 static void run_change(struct qconn *c, enum rd_query_change_op op, const char *arg,
                        const char *arg2)
 {
-    char why[512], text[sizeof why + 8];
+    char why[512] = "the change failed", text[sizeof why + 8];
     struct rd_query_peer peer = {.uid = c->uid, .gid = c->gid, .pid = c->pid};
     if (c->q->host.change(c->q->host.ctx, op, arg, arg2, &peer, why, sizeof why) < 0) {
         snprintf(text, sizeof text, "ERR %s", why);

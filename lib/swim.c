@@ -461,14 +461,16 @@ static void piggyback(struct rd_swim *s, const char *to_name, bool with_self, si
 
 /* ---------------------------------------------------------------- outputs */
 
-static void push_event(struct rd_swim *s, uint32_t i, uint8_t old_status, bool is_new)
+/* Queues an event about member i; returns it, or NULL when it was dropped (counted). */
+static struct rd_swim_event *push_event(struct rd_swim *s, uint32_t i, uint8_t old_status,
+                                        bool is_new)
 {
     if (s->ev_len == s->ev_cap) {
         size_t cap = s->ev_cap ? s->ev_cap * 2 : 16;
         struct rd_swim_event *ev = cap <= EVENT_QUEUE_MAX ? malloc(cap * sizeof *ev) : NULL;
         if (!ev) {
             s->stats.events_dropped++;
-            return;
+            return NULL;
         }
         for (size_t k = 0; k < s->ev_len; k++)
             ev[k] = s->events[(s->ev_head + k) % s->ev_cap];
@@ -484,13 +486,14 @@ static void push_event(struct rd_swim *s, uint32_t i, uint8_t old_status, bool i
     ev->self = i == 0;
     ev->conflict = false;
     ev->updated = false;
+    return ev;
 }
 
 /* Member i's record changed at the same status: placement may have (weight, zone). */
 static void push_update(struct rd_swim *s, uint32_t i)
 {
-    push_event(s, i, s->members[i].status, false);
-    if (s->ev_len) s->events[(s->ev_head + s->ev_len - 1) % s->ev_cap].updated = true;
+    struct rd_swim_event *ev = push_event(s, i, s->members[i].status, false);
+    if (ev) ev->updated = true;
 }
 
 /* True when a and b differ in what a member says about itself: weight, zone, tags. */
@@ -506,9 +509,8 @@ static void push_conflict(struct rd_swim *s, uint32_t i, const struct rd_member 
     struct entry *e = &s->meta[i];
     if (e->conflict_logged_ms && now_ms - e->conflict_logged_ms < s->cfg.reclaim_ms) return;
     e->conflict_logged_ms = now_ms;
-    push_event(s, i, s->members[i].status, false);
-    if (s->ev_len == 0) return;
-    struct rd_swim_event *ev = &s->events[(s->ev_head + s->ev_len - 1) % s->ev_cap];
+    struct rd_swim_event *ev = push_event(s, i, s->members[i].status, false);
+    if (!ev) return;
     ev->conflict = true;
     ev->other_addr = other->addr;
 }
@@ -1428,19 +1430,27 @@ void rd_swim_sync_done(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
     s->joined = true; /* run_join stops retrying the seeds at its next turn */
 }
 
-void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
+bool rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
 {
     for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++)
         if (!rd_addr_equal(&seeds[k], &s->members[0].addr)) s->seeds[s->nseeds++] = seeds[k];
-    if (s->joined) {
-        /* Already in a cluster: one exchange with each seed merges whatever it knows (another
-         * cluster, a healed half); joined stays, since what we had was answered already. */
-        for (size_t k = 0; k < n; k++)
-            queue_sync(s, &seeds[k]);
-        return;
+    /* Each seed given gets its exchange now, stored or not, before the other seeds' retries:
+     * once joined, one exchange merges whatever it knows (another cluster, a healed half),
+     * and joined stays. */
+    for (size_t k = 0; k < n; k++)
+        queue_sync(s, &seeds[k]);
+    if (!s->joined) {
+        s->join_backoff_ms = 1000;
+        run_join(s, now_ms);
     }
-    s->join_backoff_ms = 1000;
-    run_join(s, now_ms);
+    bool all = true;
+    for (size_t k = 0; k < n; k++) {
+        bool queued = false;
+        for (size_t i = 0; i < s->nsync && !queued; i++)
+            queued = rd_addr_equal(&s->syncq[i], &seeds[k]);
+        all = all && (queued || rd_addr_equal(&seeds[k], &s->members[0].addr));
+    }
+    return all;
 }
 
 bool rd_swim_joined(const struct rd_swim *s)

@@ -157,8 +157,10 @@ void rd_swim_sync_done(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
 /**
  * Joins through the seeds: syncs with them, retrying with backoff until an exchange we
  * opened is answered (rd_swim_sync_done). Once joined, it syncs once with each new seed.
+ * Returns false if an exchange with some seed could not be queued now (the seed list or
+ * the sync queue is full): whoever waits for that exchange would wait in vain.
  */
-void rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n);
+bool rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n);
 /**
  * True once a full-state exchange that we opened (towards a seed or a member) was answered
  * and merged. A datagram or a sync someone else opened never counts: anyone can send one.

@@ -90,6 +90,12 @@ sleep 0.3
 expect_match "(b) vnodes changed: nothing applied, vnodes needs a restart and stays 512" \
     "$(grep 'msg="reloaded"' "$DIR/a2.log" | tail -1) | $(info a2 vnodes)" \
     'changed="nothing changed" .* needs_restart=vnodes \| 512$'
+printf 'log-level = info\ntag = role=db\nweight = 2\nprofile = wan\nevent-timeout = 5\n' >"$CONF"
+kill -HUP "$(pid_of a2)"
+sleep 0.3
+expect_match "(b) profile and event-timeout changed: not applied, named as needing a restart" \
+    "$(grep 'msg="reloaded"' "$DIR/a2.log" | tail -1) | $(info a2 profile)" \
+    'needs_restart=event-timeout,profile \| lan$'
 
 # ---------------------------------------------------------------- (c) 20 SIGHUPs
 wait_for 5 same_ring $ALL >/dev/null

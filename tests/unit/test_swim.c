@@ -923,10 +923,36 @@ static void test_pruning_a_live_member_is_refuted_by_it(void **state)
     sim_delete(sim);
 }
 
+/* A JOIN is answered by its own exchange: when no exchange with the new seed can be
+ * queued (16 seeds pending, none answered), the core says so instead of leaving the
+ * caller to wait for a result that never comes. */
+static void test_a_join_that_cannot_be_queued_says_so(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    struct rd_addr seeds[16];
+    for (unsigned k = 0; k < 16; k++)
+        seeds[k] = fake_member(k + 1, 1, RD_ALIVE).addr;
+    assert_true(rd_swim_join(s, 0, seeds, 16));
+    struct rd_addr extra = fake_member(40, 1, RD_ALIVE).addr;
+    assert_false(rd_swim_join(s, 0, &extra, 1));
+    assert_true(rd_swim_join(s, 0, &seeds[3], 1)); /* already pending: its exchange comes */
+    struct rd_addr to;
+    while (rd_swim_poll_sync(s, &to))
+        ;
+    assert_true(rd_swim_join(s, 0, &extra, 1)); /* room again */
+    rd_swim_delete(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_joined_only_by_an_answered_exchange),
+        cmocka_unit_test(test_a_join_that_cannot_be_queued_says_so),
         cmocka_unit_test(test_three_members_join_and_agree),
         cmocka_unit_test(test_ten_members_join_and_agree),
         cmocka_unit_test(test_fifty_members_join_and_agree),
