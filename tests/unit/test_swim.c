@@ -183,6 +183,17 @@ static struct rd_member fake_member(unsigned k, uint64_t incarnation, uint8_t st
     return m;
 }
 
+/* A core named "self", alone, at `incarnation`, its random generator seeded with `seed`. */
+static struct rd_swim *lone_core(const struct rd_swim_config *cfg, uint64_t incarnation,
+                                 uint64_t seed)
+{
+    struct rd_member self = fake_member(0, incarnation, RD_ALIVE);
+    snprintf(self.name, sizeof self.name, "self");
+    struct rd_swim *s = rd_swim_new(cfg, &self, seed, 0);
+    assert_non_null(s);
+    return s;
+}
+
 /* Hands the core a full state: members n1..n<count> at one incarnation, all alive. */
 static void feed_sync(struct rd_swim *s, struct rd_member *batch, unsigned count,
                       uint64_t incarnation)
@@ -220,10 +231,7 @@ static void test_fresh_news_overtakes_a_backlog_and_each_record_goes_out_its_quo
     enum { N = 200 };
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
-    struct rd_member self = fake_member(0, 1, RD_ALIVE);
-    snprintf(self.name, sizeof self.name, "self");
-    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
-    assert_non_null(s);
+    struct rd_swim *s = lone_core(&cfg, 1, 1);
     static struct rd_member batch[N];
     feed_sync(s, batch, N, 1);
     feed_sync(s, batch, N, 2); /* all N re-queued at the same quota: 4*ceil(log10(N+2)) */
@@ -343,12 +351,9 @@ static void test_incarnations_saturate_at_the_end_of_the_range(void **state)
 {
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
-    struct rd_member self = fake_member(0, UINT64_MAX - 1, RD_ALIVE);
-    snprintf(self.name, sizeof self.name, "self");
-    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
-    assert_non_null(s);
+    struct rd_swim *s = lone_core(&cfg, UINT64_MAX - 1, 1);
     /* suspected at the last incarnation: the refutation stays there instead of wrapping to 0 */
-    struct rd_member accusation = self;
+    struct rd_member accusation = *rd_swim_self(s);
     accusation.incarnation = UINT64_MAX;
     accusation.status = RD_SUSPECT;
     snprintf(accusation.accuser, sizeof accusation.accuser, "n1");
@@ -387,10 +392,7 @@ static uint8_t probe_answered_by(const char *from_name, const struct rd_addr *fr
 {
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
-    struct rd_member self = fake_member(0, 1, RD_ALIVE);
-    snprintf(self.name, sizeof self.name, "self");
-    struct rd_swim *s = rd_swim_new(&cfg, &self, 7, 0);
-    assert_non_null(s);
+    struct rd_swim *s = lone_core(&cfg, 1, 7);
     static struct rd_member batch[1];
     feed_sync(s, batch, 1, 1); /* n1 alone: no helper to ask, so a probe fails at its end */
     uint64_t now = 0;
@@ -451,10 +453,7 @@ static void test_a_stranger_gets_no_more_bytes_than_it_sent_and_no_relay(void **
 {
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
-    struct rd_member self = fake_member(0, 1, RD_ALIVE);
-    snprintf(self.name, sizeof self.name, "self");
-    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
-    assert_non_null(s);
+    struct rd_swim *s = lone_core(&cfg, 1, 1);
     static struct rd_member batch[20];
     feed_sync(s, batch, 20, 1); /* plenty of news queued to piggyback */
     struct rd_addr to;
@@ -517,13 +516,11 @@ static void test_an_established_member_keeps_its_name_against_a_namesake(void **
     rd_swim_config_default(&cfg);
     struct rd_addr other = {.family = 4, .port = 30999, .ip = {127, 0, 0, 1}};
     for (int established = 0; established < 2; established++) {
-        struct rd_member self = fake_member(0, 100, RD_ALIVE);
-        snprintf(self.name, sizeof self.name, "self");
-        struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
-        assert_non_null(s);
+        struct rd_swim *s = lone_core(&cfg, 100, 1);
         size_t n;
         /* n1 lists us alive at our address (established), or has not yet (joining) */
-        ping_from_n1(s, 1, established ? &self : NULL, established ? 1 : 0, &n);
+        struct rd_member me = *rd_swim_self(s); /* a copy: the core may write its own */
+        ping_from_n1(s, 1, established ? &me : NULL, established ? 1 : 0, &n);
         assert_int_equal(rd_swim_established(s), established);
         namesake_from_n1(s, &other);
         struct rd_addr to;
@@ -558,10 +555,7 @@ static void test_a_full_member_table_counts_what_it_refuses(void **state)
 {
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
-    struct rd_member self = fake_member(0, 1, RD_ALIVE);
-    snprintf(self.name, sizeof self.name, "self");
-    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
-    assert_non_null(s);
+    struct rd_swim *s = lone_core(&cfg, 1, 1);
     static struct rd_member batch[RD_MAX_MEMBERS];
     feed_sync(s, batch, RD_MAX_MEMBERS - 1, 1);
     assert_int_equal(rd_swim_member_count(s), RD_MAX_MEMBERS);
@@ -766,10 +760,7 @@ static void test_joined_only_by_an_answered_exchange(void **state)
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
     cfg.reconnect_interval_ms = 1000000000; /* only join retries go back to the seed */
-    struct rd_member self = fake_member(0, 1, RD_ALIVE);
-    snprintf(self.name, sizeof self.name, "self");
-    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
-    assert_non_null(s);
+    struct rd_swim *s = lone_core(&cfg, 1, 1);
     struct rd_member seed = fake_member(9, 1, RD_ALIVE);
     rd_swim_join(s, 0, &seed.addr, 1);
     struct rd_addr to;
@@ -930,10 +921,7 @@ static void test_a_join_that_cannot_be_queued_says_so(void **state)
 {
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
-    struct rd_member self = fake_member(0, 1, RD_ALIVE);
-    snprintf(self.name, sizeof self.name, "self");
-    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
-    assert_non_null(s);
+    struct rd_swim *s = lone_core(&cfg, 1, 1);
     struct rd_addr seeds[16];
     for (unsigned k = 0; k < 16; k++)
         seeds[k] = fake_member(k + 1, 1, RD_ALIVE).addr;
