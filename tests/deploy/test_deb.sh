@@ -17,19 +17,13 @@ BUILD=$3
 for t in help2man dpkg-deb cpack; do
   command -v "$t" >/dev/null || { echo "$t not found: skipped"; exit 77; }
 done
-DIR=$(mktemp -d /tmp/ringd-deb.XXXXXX)
-trap 'rm -rf "$DIR"' EXIT
-PASSED=0
-FAILED=0
-ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL - $*"; }
-check() { desc=$1; shift; if "$@"; then ok "$desc"; else fail "$desc"; fi; }
+. "$(dirname "$0")/lib.sh" deb
 
 deb=$(BUILD_DIR="$BUILD" nice -n 19 sh "$SRC/scripts/package.sh" 2>"$DIR/build.log")
 rc=$?
 check "scripts/package.sh built $deb (exit $rc)" \
   [ "$rc" = 0 -a "$(basename "$deb")" = "ringd_${VERSION}_amd64.deb" -a -f "$deb" ]
-[ -f "$deb" ] || { cat "$DIR/build.log"; echo "$PASSED passed, $FAILED failed"; exit 1; }
+[ -f "$deb" ] || { cat "$DIR/build.log"; finish; exit 1; }
 
 field() { dpkg-deb -f "$deb" "$1"; }
 check "control: ringd $(field Version) $(field Architecture), Depends: $(field Depends)" \
@@ -65,5 +59,4 @@ check "ringd(1): a help2man page with the commands and the agent's options" sh -
   grep -q '^.SH \"AGENT OPTIONS\"' '$DIR/ringd.1' && grep -q 'keyring\\\\-file' '$DIR/ringd.1' &&
   grep -q 'force\\\\-leave' '$DIR/ringd.1'"
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+finish

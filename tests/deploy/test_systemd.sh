@@ -16,13 +16,7 @@ RINGD=$2
 command -v systemd-analyze >/dev/null || { echo "systemd-analyze not found: skipped"; exit 77; }
 UNIT=$SRC/deploy/systemd/ringd.service
 CONF=$SRC/deploy/systemd/ringd.conf
-DIR=$(mktemp -d /tmp/ringd-unit.XXXXXX)
-trap 'rm -rf "$DIR"' EXIT
-PASSED=0
-FAILED=0
-ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL - $*"; }
-check() { desc=$1; shift; if "$@"; then ok "$desc"; else fail "$desc"; fi; }
+. "$(dirname "$0")/lib.sh" unit
 
 sed "s|/usr/bin/ringd|$RINGD|" "$UNIT" >"$DIR/ringd.service"
 out=$(systemd-analyze verify --man=no "$DIR/ringd.service" 2>&1)
@@ -56,5 +50,4 @@ rc=$?
 check "the example config parses up to the missing keyring (exit $rc: $err)" \
   [ "$rc" = 2 -a "$err" = "ringd agent: --keyring-file $DIR/no-keyring: No such file or directory" ]
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+finish
