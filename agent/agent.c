@@ -41,6 +41,7 @@
 #include "envelope.h"
 #include "hooks.h"
 #include "log.h"
+#include "notify.h"
 #include "query.h"
 #include "rand.h"
 #include "rd_err.h"
@@ -109,6 +110,8 @@ struct rd_agent {
     char tx_buf[RD_DATAGRAM_MAX];    /* what goes on the wire */
     uv_signal_t sigusr1;
     struct rd_agent_config loaded; /* as the arguments and --config said at the last read */
+    struct rd_notify *notify;      /* the service manager ($NOTIFY_SOCKET); NULL when none */
+    bool ready_notified;           /* READY=1 went out: once, and never after STOPPING=1 */
 };
 
 static uint64_t now_ms(void)
@@ -125,6 +128,9 @@ static uint64_t wall_ms(void)
 
 static void flush(struct rd_agent *a);
 static void snapshot_changed(struct rd_agent *a);
+static bool agent_ready(const struct rd_agent *a);
+static void notify_ready(struct rd_agent *a);
+static void notify(struct rd_agent *a, const char *state);
 
 /* ---------------------------------------------------------------- ring */
 
@@ -397,6 +403,7 @@ static void flush(struct rd_agent *a)
         rd_swim_counts(a->swim, counts);
         rd_logf(RD_LOG_INFO, "joined cluster", RD_FUINT("members_alive", counts[RD_ALIVE]));
     }
+    if (!a->ready_notified && !a->leaving && agent_ready(a)) notify_ready(a);
     log_table_full(a);
     const struct rd_member *namesake = rd_swim_conflict(a->swim);
     if (namesake && !a->left) {
@@ -451,6 +458,10 @@ static void on_sync_result(void *ctx, const struct rd_addr *peer, const char *wh
             RD_FSTR("seed", rd_addr_format(peer, addr, sizeof addr)), RD_FSTR("reason", why),
             RD_FUINT("failures", a->join_unlogged), RD_FUINT("failures_total", a->join_failures));
     a->join_unlogged = 0;
+    char status[RD_NOTIFY_STATE_MAX];
+    snprintf(status, sizeof status, "STATUS=joining: %" PRIu64 " attempts failed, the last: %s",
+             a->join_failures, why);
+    notify(a, status);
     if (a->join_log_gap_ms == 0) a->join_log_gap_ms = JOIN_LOG_FIRST_GAP_MS;
     a->join_log_next_ms = now + a->join_log_gap_ms;
     a->join_log_gap_ms =
@@ -466,6 +477,7 @@ static void on_join_timeout(uv_timer_t *t)
             RD_FUINT("join_timeout_s", a->cfg.join_timeout_s),
             RD_FUINT("attempts_failed", a->join_failures),
             RD_FSTR("last_error", a->join_last_error[0] ? a->join_last_error : "none"));
+    notify(a, "STATUS=no seed answered: giving up");
     a->exit_rc = RD_EREFUSED;
     a->left = true;
     uv_stop(a->loop);
@@ -771,6 +783,7 @@ static void agent_leave(struct rd_agent *a)
     rd_swim_counts(a->swim, counts);
     rd_logf(RD_LOG_INFO, "leaving cluster", RD_FSTR("member", a->cfg.name),
             RD_FUINT("members_alive", counts[RD_ALIVE]));
+    notify(a, "STOPPING=1\nSTATUS=leaving the cluster");
     rd_swim_leave(a->swim, now_ms());
     uv_timer_start(&a->leave_timer, on_leave_timeout, RD_LEAVE_TIMEOUT_MS, 0);
     flush(a);
@@ -1062,6 +1075,30 @@ static void on_signal(uv_signal_t *s, int signum)
     agent_leave(a);
 }
 
+/* ---------------------------------------------------------------- the service manager */
+
+/* A state for the service manager (notify.h); one that does not go out is logged. */
+static void notify(struct rd_agent *a, const char *state)
+{
+    char err[256];
+    if (rd_notify_send(a->notify, state, err, sizeof err) < 0)
+        rd_logf(RD_LOG_WARN, "service manager not told", RD_FSTR("state", state),
+                RD_FSTR("error", err));
+}
+
+/* READY=1 once the agent answers placement: at start for one that starts a cluster, when
+ * it first joined for one given seeds (a Type=notify unit's start waits for it). */
+static void notify_ready(struct rd_agent *a)
+{
+    a->ready_notified = true;
+    size_t counts[4];
+    rd_swim_counts(a->swim, counts);
+    char state[RD_NOTIFY_STATE_MAX];
+    snprintf(state, sizeof state, "READY=1\nSTATUS=%s: %zu members alive",
+             a->needs_join ? "joined" : "started a cluster", counts[RD_ALIVE]);
+    notify(a, state);
+}
+
 /* ---------------------------------------------------------------- the query server's host */
 
 static const struct rd_ring *host_ring(void *ctx)
@@ -1235,6 +1272,9 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->loaded = *config;
     sodium_memzero(&a->loaded.keyring, sizeof a->loaded.keyring); /* reload_keyring's part */
     rd_log_setup(stderr, a->cfg.log_format, a->cfg.log_level);
+    char nerr[256];
+    if (rd_notify_open(&a->notify, nerr, sizeof nerr) < 0)
+        rd_logf(RD_LOG_WARN, "service manager not told", RD_FSTR("error", nerr));
     raise_fd_limit();
     a->loop = uv_default_loop();
     a->start_ms = now_ms();
@@ -1374,6 +1414,11 @@ int rd_agent_run(const struct rd_agent_config *config)
         rd_sync_add_seed(a->sync, &seeds[nseeds++]);
     }
     if (nseeds) rd_swim_join(a->swim, now_ms(), seeds, nseeds);
+    if (a->needs_join) {
+        char status[RD_NOTIFY_STATE_MAX];
+        snprintf(status, sizeof status, "STATUS=joining through %zu seeds", nseeds);
+        notify(a, status);
+    }
     flush(a);
     uv_run(a->loop, UV_RUN_DEFAULT);
     rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
@@ -1390,6 +1435,7 @@ out:
     rd_swim_delete(a->swim);
     rd_ring_delete(a->ring);
     free(a->rx_members);
+    rd_notify_close(a->notify);
     free(a);
     return rc;
 }

@@ -14,8 +14,9 @@
  *     │     └─► event.c  the JSON line of a WATCH event (also `ringd watch --json`)
  *     ├─► log.c     one logfmt or JSON line per event
  *     ├─► addr.c    "host:port" text, resolution, rd_addr <-> sockaddr
- *     └─► snapshot.c  the member table kept in --state-dir across restarts: its
- *                     bytes, and saving and reading the file
+ *     ├─► snapshot.c  the member table kept in --state-dir across restarts: its
+ *     │               bytes, and saving and reading the file
+ *     └─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
  *   files.c   the directory check and durable writes that query.c, keyring.c and
  *             snapshot.c share
  *   config.c  `ringd agent` flags and config file, into struct rd_agent_config
