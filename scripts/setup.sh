@@ -5,7 +5,10 @@ set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev
       libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
       netcat-openbsd serf clang libclang-rt-14-dev clang-format
-      help2man systemd"
+      help2man systemd buildah umoci yamllint"
+# node and npm check the Kubernetes manifests (deploy/kubernetes/check): Debian's, unless
+# a node that brings its own npm is already there.
+command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -15,4 +18,12 @@ if [ -n "$missing" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# The manifests' schema checker, pinned by its lock file (tests/deploy/kubernetes.sh). The
+# registry unreachable fails nothing else: that one test is skipped, and says why.
+check=$(dirname "$0")/../deploy/kubernetes/check
+if [ ! -d "$check/node_modules/kubernetes-models" ]; then
+  echo "setup: npm ci in deploy/kubernetes/check"
+  (cd "$check" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "setup: npm ci failed: deploy_kubernetes will be skipped"
 fi
