@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "dns.h"
 #include "envelope.h"
 #include "hooks.h"
 #include "log.h"
@@ -109,6 +110,15 @@ struct rd_agent {
     char tx_buf[RD_DATAGRAM_MAX];    /* what goes on the wire */
     uv_signal_t sigusr1;
     struct rd_agent_config loaded; /* as the arguments and --config said at the last read */
+    /* --join's seeds, resolved again and again (seeds_resolve): a name's hosts change */
+    struct rd_dns *dns;
+    uv_timer_t seeds_timer; /* the next resolution round */
+    uint32_t seeds_gap_ms;  /* ... after this; doubles up to the core's join backoff cap */
+    int seeds_pending;      /* resolutions of this round not answered yet */
+    struct rd_addr join_addrs[RD_JOIN_MAX][RD_DNS_ADDRS_MAX]; /* the last answer per --join */
+    size_t njoin_addrs[RD_JOIN_MAX];
+    struct rd_addr snap_seeds[RD_JOIN_MAX]; /* the snapshot's seeds, after --join's */
+    size_t nsnap_seeds;
 };
 
 static uint64_t now_ms(void)
@@ -435,19 +445,28 @@ static bool agent_ready(const struct rd_agent *a)
  * a gap that doubles to JOIN_LOG_MAX_GAP_MS, each line counting the failures it stands
  * for, so a seed that stays down costs a line per backoff step, not one per retry.
  */
+static void join_failed(struct rd_agent *a, const char *seed, const char *why);
+static void seeds_resolve(uv_timer_t *t);
+static void seeds_answered(struct rd_agent *a);
+
 static void on_sync_result(void *ctx, const struct rd_addr *peer, const char *why)
 {
     struct rd_agent *a = ctx;
     if (a->query) rd_query_join_done(a->query, peer, why);
     if (!why || agent_ready(a)) return;
+    char addr[RD_ADDR_STRLEN];
+    join_failed(a, rd_addr_format(peer, addr, sizeof addr), why);
+}
+
+/* A join attempt (an exchange, or resolving a seed's name) failed: logged as said above. */
+static void join_failed(struct rd_agent *a, const char *seed, const char *why)
+{
     a->join_failures++;
     a->join_unlogged++;
     snprintf(a->join_last_error, sizeof a->join_last_error, "%s", why);
     uint64_t now = now_ms();
     if (now < a->join_log_next_ms) return;
-    char addr[RD_ADDR_STRLEN];
-    rd_logf(RD_LOG_INFO, "join attempt failed",
-            RD_FSTR("seed", rd_addr_format(peer, addr, sizeof addr)), RD_FSTR("reason", why),
+    rd_logf(RD_LOG_INFO, "join attempt failed", RD_FSTR("seed", seed), RD_FSTR("reason", why),
             RD_FUINT("failures", a->join_unlogged), RD_FUINT("failures_total", a->join_failures));
     a->join_unlogged = 0;
     if (a->join_log_gap_ms == 0) a->join_log_gap_ms = JOIN_LOG_FIRST_GAP_MS;
@@ -917,6 +936,7 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
          switch_on(in->gossip_verify_incoming) != switch_on(next->gossip_verify_incoming)},
         {"gossip-verify-outgoing",
          switch_on(in->gossip_verify_outgoing) != switch_on(next->gossip_verify_outgoing)},
+        {"dns-server", strcmp(in->dns_server, next->dns_server) != 0},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (opts[i].differs) list_add(out, cap, opts[i].name);
@@ -1099,6 +1119,69 @@ static void host_status(void *ctx, struct rd_query_status *out)
     snprintf(out->profile, sizeof out->profile, "%s", rd_swim_profile_name(a->cfg.profile));
 }
 
+/*
+ * --join's seeds are names as often as addresses, and a name's hosts come and go (pods,
+ * autoscaled groups): each round resolves every --join text again, without blocking the
+ * loop, and hands the core the union of the answers (and the snapshot's seeds) as its new
+ * seed list. A text that does not resolve counts as a failed join attempt (logged with
+ * their rate limit) and keeps its last answer. Rounds follow the core's join backoff
+ * (1 s doubling to join_retry_max_ms), and go on at the cap once joined: the core goes
+ * back to the seeds when it finds itself alone.
+ */
+static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_addr *addrs,
+                           size_t n, const char *why)
+{
+    struct rd_agent *a = ctx;
+    for (int i = 0; i < a->cfg.njoins; i++) {
+        if (strcmp(a->cfg.joins[i], text) != 0) continue;
+        if (rc == 0) memcpy(a->join_addrs[i], addrs, n * sizeof addrs[0]);
+        if (rc == 0) a->njoin_addrs[i] = n;
+    }
+    if (rc < 0 && !a->left && !agent_ready(a)) join_failed(a, text, why);
+    seeds_answered(a);
+}
+
+/* One resolution of the round is in: after the last, the core gets the new seed list. */
+static void seeds_answered(struct rd_agent *a)
+{
+    if (--a->seeds_pending > 0 || a->left) return;
+    struct rd_addr all[RD_JOIN_MAX];
+    size_t nall = 0;
+    for (int i = 0; i < a->cfg.njoins; i++)
+        nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->join_addrs[i], a->njoin_addrs[i]);
+    nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->snap_seeds, a->nsnap_seeds);
+    for (size_t i = 0; i < nall; i++)
+        rd_sync_add_seed(a->sync, &all[i]);
+    rd_swim_set_seeds(a->swim, now_ms(), all, nall);
+    flush(a);
+    struct rd_swim_config sc;
+    rd_swim_config_profile(&sc, a->cfg.profile);
+    uint32_t cap = sc.join_retry_max_ms;
+    if (a->seeds_gap_ms == 0) a->seeds_gap_ms = JOIN_LOG_FIRST_GAP_MS;
+    uv_timer_start(&a->seeds_timer, seeds_resolve, agent_ready(a) ? cap : a->seeds_gap_ms, 0);
+    if (!agent_ready(a))
+        uv_ref((uv_handle_t *)&a->seeds_timer);
+    else
+        uv_unref((uv_handle_t *)&a->seeds_timer); /* never keeps the loop alive once joined */
+    a->seeds_gap_ms = a->seeds_gap_ms * 2 < cap ? a->seeds_gap_ms * 2 : cap;
+}
+
+static void seeds_resolve(uv_timer_t *t)
+{
+    struct rd_agent *a = t->data;
+    if (a->left || a->seeds_pending) return;
+    a->seeds_pending = 1; /* ours, until every text is asked */
+    for (int i = 0; i < a->cfg.njoins; i++) {
+        char why[256];
+        if (rd_dns_resolve(a->dns, a->cfg.joins[i], RD_DEFAULT_PORT, seeds_resolved, a, NULL, why,
+                           sizeof why) == 0)
+            a->seeds_pending++;
+        else if (!agent_ready(a))
+            join_failed(a, a->cfg.joins[i], why);
+    }
+    seeds_answered(a);
+}
+
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
 {
     struct rd_agent *a = ctx;
@@ -1268,6 +1351,12 @@ int rd_agent_run(const struct rd_agent_config *config)
     rd_sync_set_verify(a->sync, a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
                        a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF);
     rd_sync_set_result(a->sync, on_sync_result);
+    if ((rc = rd_dns_start(a->loop, a->cfg.dns_server, &a->dns, err, sizeof err)) < 0) {
+        rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
+        goto out;
+    }
+    uv_timer_init(a->loop, &a->seeds_timer);
+    a->seeds_timer.data = a;
     /* with no seed (from --join or the snapshot) it starts a cluster: ready at once */
     a->needs_join = a->cfg.njoins > 0 || nsnap > 0;
     struct rd_query_host host = {.ctx = a,
@@ -1280,7 +1369,8 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .keyring_change = host_keyring_change,
                                  .change = host_change,
                                  .join_default_port = RD_DEFAULT_PORT,
-                                 .ready = host_ready};
+                                 .ready = host_ready,
+                                 .dns = a->dns};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
                         &a->query, err, sizeof err);
     if (rc < 0) {
@@ -1342,32 +1432,20 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     log_profile(a->cfg.profile, &sc);
     rebuild_ring(a); /* the ring of one: ourselves */
-    size_t nseeds = 0;
-    for (int i = 0; i < a->cfg.njoins; i++) {
-        char why[128];
-        struct rd_addr *to = &seeds[nseeds];
-        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, to, why, sizeof why) < 0) {
-            rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
-                    RD_FSTR("error", why));
-            a->join_failures++;
-            snprintf(a->join_last_error, sizeof a->join_last_error, "%s: unresolvable: %s",
-                     a->cfg.joins[i], why);
-            continue;
-        }
-        rd_sync_add_seed(a->sync, to);
-        nseeds++;
-    }
-    for (size_t i = 0; i < nsnap; i++) {
-        memmove(&seeds[nseeds], &seeds[a->cfg.njoins + i], sizeof seeds[0]);
-        rd_sync_add_seed(a->sync, &seeds[nseeds++]);
-    }
-    if (nseeds) rd_swim_join(a->swim, now_ms(), seeds, nseeds);
+    /* the snapshot's seeds now; --join's once resolved (seeds_resolve), and again after */
+    memcpy(a->snap_seeds, &seeds[a->cfg.njoins], nsnap * sizeof seeds[0]);
+    a->nsnap_seeds = nsnap;
+    for (size_t i = 0; i < nsnap; i++)
+        rd_sync_add_seed(a->sync, &a->snap_seeds[i]);
+    if (nsnap) rd_swim_join(a->swim, now_ms(), a->snap_seeds, nsnap);
+    if (a->cfg.njoins) seeds_resolve(&a->seeds_timer);
     flush(a);
     uv_run(a->loop, UV_RUN_DEFAULT);
     rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
     if (a->query) rd_query_close(a->query);
+    rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
     rd_sync_close(a->sync);
     rd_hooks_close(a->hooks);
     uv_walk(a->loop, close_walk, a);
