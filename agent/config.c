@@ -337,9 +337,7 @@ static const struct option_def options[] = {
     {"advertise", "HOST:PORT", OPT_ONE, AT(advertise_text), NULL, "bind", set_address,
      "address other members use to reach this one"},
     {"join", "HOST:PORT", OPT_MANY, AT(joins), NULL, NULL, set_join,
-     "seed to join through, retried with backoff; a name is\n"
-     "resolved again at every retry (all its A/AAAA addresses);\n"
-     "srv:NAME takes the targets and ports of NAME's SRV records"},
+     "seed (or srv:NAME), names resolved at every retry"},
     {"socket", "PATH", OPT_ONE, AT(socket_path), RD_DEFAULT_SOCKET, NULL, set_socket,
      "query socket"},
     {"socket-mode", "OCTAL", OPT_ONE, AT(socket_mode), "0660", NULL, set_socket_mode,
