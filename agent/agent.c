@@ -1132,10 +1132,20 @@ static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_
                            size_t n, const char *why)
 {
     struct rd_agent *a = ctx;
-    for (int i = 0; i < a->cfg.njoins; i++) {
+    bool changed = false;
+    for (int i = 0; i < a->cfg.njoins && rc == 0; i++) {
         if (strcmp(a->cfg.joins[i], text) != 0) continue;
-        if (rc == 0) memcpy(a->join_addrs[i], addrs, n * sizeof addrs[0]);
-        if (rc == 0) a->njoin_addrs[i] = n;
+        changed |= n != a->njoin_addrs[i] ||
+                   rd_dns_merge(a->join_addrs[i], n, RD_DNS_ADDRS_MAX, addrs, n) != n;
+        memcpy(a->join_addrs[i], addrs, n * sizeof addrs[0]);
+        a->njoin_addrs[i] = n;
+    }
+    if (changed) { /* said when a name's addresses change, not at every round */
+        char list[RD_DNS_ADDRS_MAX * RD_ADDR_STRLEN] = "", one[RD_ADDR_STRLEN];
+        for (size_t k = 0; k < n; k++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? "," : "",
+                     rd_addr_format(&addrs[k], one, sizeof one));
+        rd_logf(RD_LOG_INFO, "seed resolved", RD_FSTR("seed", text), RD_FSTR("addresses", list));
     }
     if (rc < 0 && !a->left && !agent_ready(a)) join_failed(a, text, why);
     seeds_answered(a);
