@@ -284,9 +284,13 @@ int rd_dns_start(uv_loop_t *loop, const char *servers, struct rd_dns **out, char
     }
     d->loop = loop;
     int st = ares_library_init(ARES_LIB_INIT_ALL);
-    struct ares_options o = {.sock_state_cb = sock_state, .sock_state_cb_data = d};
+    struct ares_options o = {.sock_state_cb = sock_state,
+                             .sock_state_cb_data = d,
+                             .timeout = RD_DNS_TIMEOUT_MS,
+                             .tries = RD_DNS_TRIES};
     if (st == ARES_SUCCESS) {
-        st = ares_init_options(&d->ch, &o, ARES_OPT_SOCK_STATE_CB);
+        st = ares_init_options(&d->ch, &o,
+                               ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
         if (st != ARES_SUCCESS) ares_library_cleanup();
     }
     if (st != ARES_SUCCESS) {

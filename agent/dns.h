@@ -22,6 +22,14 @@
 #define RD_DNS_SRV_TARGETS_MAX 8
 /** The prefix of an SRV seed: "srv:_ringd._udp.example.org". */
 #define RD_DNS_SRV_PREFIX "srv:"
+/**
+ * A question unanswered after this is asked again, up to RD_DNS_TRIES times per server,
+ * the wait doubling each round (c-ares): 2 s then 4 s, so a silent server costs a JOIN or a
+ * resolution round 6 s, not c-ares' default 5+10+20+40 s. They replace resolv.conf's
+ * "options timeout: attempts:".
+ */
+#define RD_DNS_TIMEOUT_MS 2000
+#define RD_DNS_TRIES      2
 /** Longest --dns-server list ("HOST:PORT,HOST:PORT"). */
 #define RD_DNS_SERVERS_MAX 256
 
