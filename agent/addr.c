@@ -6,7 +6,6 @@
  */
 #include "addr.h"
 
-#include <netdb.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,100 +71,6 @@ int rd_hostport_split(const char *text, int default_port, char *host, size_t hos
     if (parse_port(colon + 1, port) < 0)
         return refuse(err, errlen, "port must be a number from 1 to 65535");
     return 0;
-}
-
-/* The address getaddrinfo found for a host: IPv4 preferred when a name has both, as most
- * fleets bind IPv4. 0, or RD_EINVAL with why. */
-static int pick_result(const struct addrinfo *res, int port, struct rd_addr *out, char *err,
-                       size_t errlen)
-{
-    const struct addrinfo *pick = res;
-    for (const struct addrinfo *ai = res; ai; ai = ai->ai_next)
-        if (ai->ai_family == AF_INET) {
-            pick = ai;
-            break;
-        }
-    if (rd_addr_from_sockaddr(pick->ai_addr, out) < 0)
-        return refuse(err, errlen, "unsupported address family");
-    out->port = (uint16_t)port;
-    return 0;
-}
-
-int rd_addr_resolve(const char *text, int default_port, int passive, struct rd_addr *out, char *err,
-                    size_t errlen)
-{
-    char host[RD_HOSTPORT_MAX + 1];
-    int port;
-    if (rd_hostport_split(text, default_port, host, sizeof host, &port, err, errlen) < 0)
-        return RD_EINVAL;
-    if (passive && (host[0] == '\0' || strcmp(host, "*") == 0)) strcpy(host, "0.0.0.0");
-    if (host[0] == '\0') return refuse(err, errlen, "missing host");
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM}, *res = NULL;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0 || !res) return refuse(err, errlen, "cannot resolve host");
-    rc = pick_result(res, port, out, err, errlen);
-    freeaddrinfo(res);
-    return rc;
-}
-
-struct rd_resolve {
-    uv_getaddrinfo_t req;
-    rd_resolve_cb cb; /* NULL once abandoned */
-    void *ctx;
-    int port;
-    char text[RD_HOSTPORT_MAX + 1];
-};
-
-static void resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
-{
-    struct rd_resolve *r = req->data;
-    if (r->cb) {
-        char why[160];
-        struct rd_addr addr;
-        int rc;
-        if (status < 0 || !res) {
-            snprintf(why, sizeof why, "cannot resolve host: %s", uv_strerror(status));
-            rc = RD_EINVAL;
-        } else {
-            rc = pick_result(res, r->port, &addr, why, sizeof why);
-        }
-        r->cb(r->ctx, r->text, rc, rc == 0 ? &addr : NULL, why);
-    }
-    uv_freeaddrinfo(res);
-    free(r);
-}
-
-int rd_addr_resolve_start(uv_loop_t *loop, const char *text, int default_port, rd_resolve_cb cb,
-                          void *ctx, struct rd_resolve **out, char *err, size_t errlen)
-{
-    char host[RD_HOSTPORT_MAX + 1];
-    int port;
-    if (rd_hostport_split(text, default_port, host, sizeof host, &port, err, errlen) < 0)
-        return RD_EINVAL;
-    if (host[0] == '\0') return refuse(err, errlen, "missing host");
-    struct rd_resolve *r = calloc(1, sizeof *r);
-    if (!r) {
-        snprintf(err, errlen, "out of memory");
-        return RD_ENOMEM;
-    }
-    *r = (struct rd_resolve){.cb = cb, .ctx = ctx, .port = port};
-    snprintf(r->text, sizeof r->text, "%s", text);
-    r->req.data = r;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM};
-    int rc = uv_getaddrinfo(loop, &r->req, resolved, host, NULL, &hints);
-    if (rc < 0) {
-        free(r);
-        snprintf(err, errlen, "cannot resolve host: %s", uv_strerror(rc));
-        return RD_EINVAL;
-    }
-    *out = r;
-    return 0;
-}
-
-void rd_addr_resolve_abandon(struct rd_resolve *r)
-{
-    r->cb = NULL;
-    uv_cancel((uv_req_t *)&r->req); /* fails once a worker has it: then it just finishes */
 }
 
 socklen_t rd_addr_to_sockaddr(const struct rd_addr *a, struct sockaddr_storage *ss)

@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "dns.h"
 #include "envelope.h"
 #include "hooks.h"
 #include "log.h"
@@ -112,6 +113,15 @@ struct rd_agent {
     struct rd_agent_config loaded; /* as the arguments and --config said at the last read */
     struct rd_notify *notify;      /* the service manager ($NOTIFY_SOCKET); NULL when none */
     bool ready_notified;           /* READY=1 went out: once, and never after STOPPING=1 */
+    /* --join's seeds, resolved again and again (seeds_resolve): a name's hosts change */
+    struct rd_dns *dns;
+    uv_timer_t seeds_timer; /* the next resolution round */
+    uint32_t seeds_gap_ms;  /* ... after this; doubles up to the core's join backoff cap */
+    int seeds_pending;      /* resolutions of this round not answered yet */
+    struct rd_addr join_addrs[RD_JOIN_MAX][RD_DNS_ADDRS_MAX]; /* the last answer per --join */
+    size_t njoin_addrs[RD_JOIN_MAX];
+    struct rd_addr snap_seeds[RD_JOIN_MAX]; /* the snapshot's seeds, after --join's */
+    size_t nsnap_seeds;
 };
 
 static uint64_t now_ms(void)
@@ -443,19 +453,28 @@ static bool agent_ready(const struct rd_agent *a)
  * a gap that doubles to JOIN_LOG_MAX_GAP_MS, each line counting the failures it stands
  * for, so a seed that stays down costs a line per backoff step, not one per retry.
  */
+static void join_failed(struct rd_agent *a, const char *seed, const char *why);
+static void seeds_resolve(uv_timer_t *t);
+static void seeds_answered(struct rd_agent *a);
+
 static void on_sync_result(void *ctx, const struct rd_addr *peer, const char *why)
 {
     struct rd_agent *a = ctx;
     if (a->query) rd_query_join_done(a->query, peer, why);
     if (!why || agent_ready(a)) return;
+    char addr[RD_ADDR_STRLEN];
+    join_failed(a, rd_addr_format(peer, addr, sizeof addr), why);
+}
+
+/* A join attempt (an exchange, or resolving a seed's name) failed: logged as said above. */
+static void join_failed(struct rd_agent *a, const char *seed, const char *why)
+{
     a->join_failures++;
     a->join_unlogged++;
     snprintf(a->join_last_error, sizeof a->join_last_error, "%s", why);
     uint64_t now = now_ms();
     if (now < a->join_log_next_ms) return;
-    char addr[RD_ADDR_STRLEN];
-    rd_logf(RD_LOG_INFO, "join attempt failed",
-            RD_FSTR("seed", rd_addr_format(peer, addr, sizeof addr)), RD_FSTR("reason", why),
+    rd_logf(RD_LOG_INFO, "join attempt failed", RD_FSTR("seed", seed), RD_FSTR("reason", why),
             RD_FUINT("failures", a->join_unlogged), RD_FUINT("failures_total", a->join_failures));
     a->join_unlogged = 0;
     char status[RD_NOTIFY_STATE_MAX];
@@ -940,6 +959,7 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
         {"state-dir", strcmp(in->state_dir, next->state_dir) != 0},
         {"rejoin", in->rejoin != next->rejoin},
         {"profile", in->profile != next->profile},
+        {"dns-server", strcmp(in->dns_server, next->dns_server) != 0},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (opts[i].differs) list_add(out, cap, opts[i].name);
@@ -1146,6 +1166,79 @@ static void host_status(void *ctx, struct rd_query_status *out)
     snprintf(out->profile, sizeof out->profile, "%s", rd_swim_profile_name(a->cfg.profile));
 }
 
+/*
+ * --join's seeds are names as often as addresses, and a name's hosts come and go (pods,
+ * autoscaled groups): each round resolves every --join text again, without blocking the
+ * loop, and hands the core the union of the answers (and the snapshot's seeds) as its new
+ * seed list. A text that does not resolve counts as a failed join attempt (logged with
+ * their rate limit) and keeps its last answer. Rounds follow the core's join backoff
+ * (1 s doubling to join_retry_max_ms), and go on at the cap once joined: the core goes
+ * back to the seeds when it finds itself alone.
+ */
+static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_addr *addrs,
+                           size_t n, const char *why)
+{
+    struct rd_agent *a = ctx;
+    bool changed = false;
+    for (int i = 0; i < a->cfg.njoins && rc == 0; i++) {
+        if (strcmp(a->cfg.joins[i], text) != 0) continue;
+        changed |= n != a->njoin_addrs[i] ||
+                   rd_dns_merge(a->join_addrs[i], n, RD_DNS_ADDRS_MAX, addrs, n) != n;
+        memcpy(a->join_addrs[i], addrs, n * sizeof addrs[0]);
+        a->njoin_addrs[i] = n;
+    }
+    if (changed) { /* said when a name's addresses change, not at every round */
+        char list[RD_DNS_ADDRS_MAX * RD_ADDR_STRLEN] = "", one[RD_ADDR_STRLEN];
+        for (size_t k = 0; k < n; k++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? "," : "",
+                     rd_addr_format(&addrs[k], one, sizeof one));
+        rd_logf(RD_LOG_INFO, "seed resolved", RD_FSTR("seed", text), RD_FSTR("addresses", list));
+    }
+    if (rc < 0 && !a->left && !agent_ready(a)) join_failed(a, text, why);
+    seeds_answered(a);
+}
+
+/* One resolution of the round is in: after the last, the core gets the new seed list. */
+static void seeds_answered(struct rd_agent *a)
+{
+    if (--a->seeds_pending > 0 || a->left) return;
+    struct rd_addr all[RD_JOIN_MAX];
+    size_t nall = 0;
+    for (int i = 0; i < a->cfg.njoins; i++)
+        nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->join_addrs[i], a->njoin_addrs[i]);
+    nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->snap_seeds, a->nsnap_seeds);
+    for (size_t i = 0; i < nall; i++)
+        rd_sync_add_seed(a->sync, &all[i]);
+    rd_swim_set_seeds(a->swim, now_ms(), all, nall);
+    flush(a);
+    struct rd_swim_config sc;
+    rd_swim_config_profile(&sc, a->cfg.profile);
+    uint32_t cap = sc.join_retry_max_ms;
+    if (a->seeds_gap_ms == 0) a->seeds_gap_ms = JOIN_LOG_FIRST_GAP_MS;
+    uv_timer_start(&a->seeds_timer, seeds_resolve, agent_ready(a) ? cap : a->seeds_gap_ms, 0);
+    if (!agent_ready(a))
+        uv_ref((uv_handle_t *)&a->seeds_timer);
+    else
+        uv_unref((uv_handle_t *)&a->seeds_timer); /* never keeps the loop alive once joined */
+    a->seeds_gap_ms = a->seeds_gap_ms * 2 < cap ? a->seeds_gap_ms * 2 : cap;
+}
+
+static void seeds_resolve(uv_timer_t *t)
+{
+    struct rd_agent *a = t->data;
+    if (a->left || a->seeds_pending) return;
+    a->seeds_pending = 1; /* ours, until every text is asked */
+    for (int i = 0; i < a->cfg.njoins; i++) {
+        char why[256];
+        if (rd_dns_resolve(a->dns, a->cfg.joins[i], RD_DEFAULT_PORT, seeds_resolved, a, NULL, why,
+                           sizeof why) == 0)
+            a->seeds_pending++;
+        else if (!agent_ready(a))
+            join_failed(a, a->cfg.joins[i], why);
+    }
+    seeds_answered(a);
+}
+
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
 {
     struct rd_agent *a = ctx;
@@ -1321,6 +1414,12 @@ int rd_agent_run(const struct rd_agent_config *config)
     rd_sync_set_verify(a->sync, a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
                        a->cfg.gossip_verify_outgoing != RD_SWITCH_OFF);
     rd_sync_set_result(a->sync, on_sync_result);
+    if ((rc = rd_dns_start(a->loop, a->cfg.dns_server, &a->dns, err, sizeof err)) < 0) {
+        rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
+        goto out;
+    }
+    uv_timer_init(a->loop, &a->seeds_timer);
+    a->seeds_timer.data = a;
     /* with no seed (from --join or the snapshot) it starts a cluster: ready at once */
     a->needs_join = a->cfg.njoins > 0 || nsnap > 0;
     struct rd_query_host host = {.ctx = a,
@@ -1333,7 +1432,8 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .keyring_change = host_keyring_change,
                                  .change = host_change,
                                  .join_default_port = RD_DEFAULT_PORT,
-                                 .ready = host_ready};
+                                 .ready = host_ready,
+                                 .dns = a->dns};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
                         &a->query, err, sizeof err);
     if (rc < 0) {
@@ -1394,29 +1494,17 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     log_profile(a->cfg.profile, &sc);
     rebuild_ring(a); /* the ring of one: ourselves */
-    size_t nseeds = 0;
-    for (int i = 0; i < a->cfg.njoins; i++) {
-        char why[128];
-        struct rd_addr *to = &seeds[nseeds];
-        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, to, why, sizeof why) < 0) {
-            rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
-                    RD_FSTR("error", why));
-            a->join_failures++;
-            snprintf(a->join_last_error, sizeof a->join_last_error, "%s: unresolvable: %s",
-                     a->cfg.joins[i], why);
-            continue;
-        }
-        rd_sync_add_seed(a->sync, to);
-        nseeds++;
-    }
-    for (size_t i = 0; i < nsnap; i++) {
-        memmove(&seeds[nseeds], &seeds[a->cfg.njoins + i], sizeof seeds[0]);
-        rd_sync_add_seed(a->sync, &seeds[nseeds++]);
-    }
-    if (nseeds) rd_swim_join(a->swim, now_ms(), seeds, nseeds);
+    /* the snapshot's seeds now; --join's once resolved (seeds_resolve), and again after */
+    memcpy(a->snap_seeds, &seeds[a->cfg.njoins], nsnap * sizeof seeds[0]);
+    a->nsnap_seeds = nsnap;
+    for (size_t i = 0; i < nsnap; i++)
+        rd_sync_add_seed(a->sync, &a->snap_seeds[i]);
+    if (nsnap) rd_swim_join(a->swim, now_ms(), a->snap_seeds, nsnap);
+    if (a->cfg.njoins) seeds_resolve(&a->seeds_timer);
     if (a->needs_join) {
         char status[RD_NOTIFY_STATE_MAX];
-        snprintf(status, sizeof status, "STATUS=joining through %zu seeds", nseeds);
+        snprintf(status, sizeof status, "STATUS=joining through %zu seeds",
+                 (size_t)a->cfg.njoins + nsnap);
         notify(a, status);
     }
     flush(a);
@@ -1425,6 +1513,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
     if (a->query) rd_query_close(a->query);
+    rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
     rd_sync_close(a->sync);
     rd_hooks_close(a->hooks);
     uv_walk(a->loop, close_walk, a);

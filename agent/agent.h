@@ -13,7 +13,8 @@
  *     │             process per handler, fed the events on a non-blocking pipe
  *     │     └─► event.c  the JSON line of a WATCH event (also `ringd watch --json`)
  *     ├─► log.c     one logfmt or JSON line per event
- *     ├─► addr.c    "host:port" text, resolution, rd_addr <-> sockaddr
+ *     ├─► dns.c     --join and JOIN names: c-ares on the loop (A, AAAA, SRV)
+ *     │     └─► addr.c  "host:port" text, rd_addr <-> sockaddr
  *     ├─► snapshot.c  the member table kept in --state-dir across restarts: its
  *     │               bytes, and saving and reading the file
  *     └─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)

@@ -17,8 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <ini.h>
 
+#include "dns.h"
 #include "rd_err.h"
 #include "ring.h"
 
@@ -105,10 +107,9 @@ static int set_join(const struct option_def *o, struct rd_agent_config *cfg, con
                     char *err, size_t errlen)
 {
     if (cfg->njoins == RD_JOIN_MAX) return refuse(o, err, errlen, "at most %d seeds", RD_JOIN_MAX);
-    char host[RD_HOSTPORT_MAX + 1];
-    int port;
+    struct rd_dns_spec spec;
     char why[128];
-    if (rd_hostport_split(val, RD_DEFAULT_PORT, host, sizeof host, &port, why, sizeof why) < 0) {
+    if (rd_dns_spec_parse(val, RD_DEFAULT_PORT, &spec, why, sizeof why) < 0) {
         snprintf(err, errlen, "--%s %s: %s", o->name, val, why);
         return RD_EINVAL;
     }
@@ -122,6 +123,26 @@ static int set_socket(const struct option_def *o, struct rd_agent_config *cfg, c
     size_t cap = sizeof cfg->socket_path;
     if (!*val || strlen(val) >= cap)
         return refuse(o, err, errlen, "path must be 1 to %zu bytes", cap - 1);
+    strcpy(FIELD(char, cfg, o), val);
+    return 0;
+}
+
+/* IP:PORT[,IP:PORT...], numeric: the resolver of names cannot need a name. */
+static int set_dns_server(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                          char *err, size_t errlen)
+{
+    char list[RD_DNS_SERVERS_MAX + 1];
+    if (strlen(val) >= sizeof list) return refuse(o, err, errlen, "list too long");
+    strcpy(list, val);
+    for (char *save = NULL, *one = strtok_r(list, ",", &save); one;
+         one = strtok_r(NULL, ",", &save)) {
+        char host[RD_HOSTPORT_MAX + 1], why[128];
+        int port;
+        uint8_t ip[16];
+        if (rd_hostport_split(one, 53, host, sizeof host, &port, why, sizeof why) < 0 ||
+            (inet_pton(AF_INET, host, ip) != 1 && inet_pton(AF_INET6, host, ip) != 1))
+            return refuse(o, err, errlen, "'%s' is not IP:PORT (numeric; [v6]:PORT)", one);
+    }
     strcpy(FIELD(char, cfg, o), val);
     return 0;
 }
@@ -316,7 +337,7 @@ static const struct option_def options[] = {
     {"advertise", "HOST:PORT", OPT_ONE, AT(advertise_text), NULL, "bind", set_address,
      "address other members use to reach this one"},
     {"join", "HOST:PORT", OPT_MANY, AT(joins), NULL, NULL, set_join,
-     "seed to join through, retried with backoff"},
+     "seed (or srv:NAME), names resolved at every retry"},
     {"socket", "PATH", OPT_ONE, AT(socket_path), RD_DEFAULT_SOCKET, NULL, set_socket,
      "query socket"},
     {"socket-mode", "OCTAL", OPT_ONE, AT(socket_mode), "0660", NULL, set_socket_mode,
@@ -383,6 +404,8 @@ static const struct option_def options[] = {
     {"profile", "lan|wan|local", OPT_ONE, AT(profile), "lan", NULL, set_profile,
      "timing of probes, gossip and suspicion: memberlist's LAN, WAN\n"
      "or local-loopback set (README), the same on all agents"},
+    {"dns-server", "IP:PORT[,...]", OPT_ONE, AT(dns_server), NULL, "/etc/resolv.conf",
+     set_dns_server, "name servers asked for --join and JOIN names (A, AAAA, SRV)"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -619,7 +642,7 @@ static int resolve(const char *flag, const char *text, int default_port, int pas
                    struct rd_addr *out, char *err, size_t errlen)
 {
     char why[128];
-    if (rd_addr_resolve(text, default_port, passive, out, why, sizeof why) < 0) {
+    if (rd_dns_resolve_now(text, default_port, passive, out, why, sizeof why) < 0) {
         snprintf(err, errlen, "--%s %s: %s", flag, text, why);
         return RD_EINVAL;
     }

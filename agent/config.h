@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "addr.h"
+#include "dns.h"
 #include "hooks.h"
 #include "keyring.h"
 #include "log.h"
@@ -71,7 +72,8 @@ struct rd_agent_config {
     int argc;
     char **argv;
     char config_path[4096];
-    enum rd_swim_profile profile; /* timing set: lan (default), wan or local */
+    enum rd_swim_profile profile;            /* timing set: lan (default), wan or local */
+    char dns_server[RD_DNS_SERVERS_MAX + 1]; /* --dns-server IP:PORT[,...]; empty: the system's */
 };
 
 /**

@@ -73,6 +73,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "dns.h"
 #include "files.h"
 #include "log.h"
 #include "msg.h"
@@ -136,7 +137,7 @@ struct qconn {
     struct qconn *dirty_next;   /* q->dirty, while `dirty` */
     uint64_t written;           /* bytes ever confirmed written */
     uint64_t leave_at;          /* LEAVE: leave once `written` reaches this (0: no) */
-    struct rd_resolve *joining; /* JOIN resolving its seed: the connection is blocked */
+    struct rd_dns_req *joining; /* JOIN resolving its seed: the connection is blocked */
     struct rd_addr join_seed;   /* JOIN waiting for its exchange with this (join_waiting) */
     uid_t uid;                  /* the peer, from SO_PEERCRED */
     gid_t gid;
@@ -229,7 +230,7 @@ static void conn_close(struct qconn *c)
     if (c->closing) return;
     c->closing = true;
     if (c->joining) {
-        rd_addr_resolve_abandon(c->joining);
+        rd_dns_abandon(c->joining);
         c->joining = NULL;
     }
     if (c->join_waiting) { /* the exchange goes on; nobody waits for its outcome */
@@ -636,13 +637,14 @@ static void join_unblock(struct qconn *c)
     conn_parse(c); /* what the client pipelined behind JOIN; flushes the reply */
 }
 
-/* The seed of a JOIN resolved (or not). Resolved, the host opens an exchange with it and
- * the connection stays blocked until rd_query_join_done() reports the outcome, within the
- * exchange's deadline; otherwise the answer is the reason. Never called for a closed
- * connection (conn_close abandons the resolution). */
+/* The seed of a JOIN resolved (or not). Resolved, the host opens an exchange with its first
+ * address (IPv4 first) and the connection stays blocked until rd_query_join_done() reports
+ * the outcome, within the exchange's deadline; otherwise the answer is the reason. Never
+ * called for a closed connection (conn_close abandons the resolution). */
 static void join_resolved(void *ctx, const char *hostport, int rc, const struct rd_addr *seed,
-                          const char *why)
+                          size_t n, const char *why)
 {
+    (void)n;
     struct qconn *c = ctx;
     struct rd_query *q = c->q;
     c->joining = NULL;
@@ -686,8 +688,8 @@ static void cmd_join(struct qconn *c, const struct rd_resp_request *r)
     memcpy(hostport, a->ptr, a->len);
     hostport[a->len] = '\0';
     char why[128] = "invalid address";
-    if (rd_addr_resolve_start(c->q->loop, hostport, c->q->host.join_default_port, join_resolved, c,
-                              &c->joining, why, sizeof why) < 0) {
+    if (rd_dns_resolve(c->q->host.dns, hostport, c->q->host.join_default_port, join_resolved, c,
+                       &c->joining, why, sizeof why) < 0) {
         join_reply(c, hostport, why);
         return;
     }

@@ -78,6 +78,8 @@ enum rd_query_change_op {
  * loop's thread; none may be NULL. The ring and the member table are read during one
  * request only, never kept.
  */
+struct rd_dns;
+
 struct rd_query_host {
     void *ctx;
     /** The current ring snapshot (never NULL; may be empty). */
@@ -86,10 +88,10 @@ struct rd_query_host {
     const struct rd_swim *(*swim)(void *ctx);
     /** Fills the numbers INFO shows. */
     void (*status)(void *ctx, struct rd_query_status *out);
-    /** JOIN: joins through `seed`, which the server resolved from `hostport` without
-     *  blocking the loop. It may publish events before it returns. It opens an exchange with
-     *  `seed` and must report its outcome, then or later, with rd_query_join_done(): the
-     *  client waits for it. */
+    /** JOIN: joins through `seed`, which the server resolved from `hostport` (HOST:PORT or
+     *  srv:NAME; the first address, IPv4 first) without blocking the loop. It may publish events
+     * before it returns. It opens an exchange with `seed` and must report its outcome, then or
+     * later, with rd_query_join_done(): the client waits for it. */
     void (*join)(void *ctx, const char *hostport, const struct rd_addr *seed);
     /** LEAVE: starts a graceful leave (called once the client has its +OK). */
     void (*leave)(void *ctx);
@@ -112,6 +114,8 @@ struct rd_query_host {
     /** Whether the agent may answer OWNER, OWNERS and MOWNER: false until it joined the
      *  cluster it was told to join (they get -NOTREADY meanwhile); INFO `ready`. */
     bool (*ready)(void *ctx);
+    /** The resolver JOIN's names go through (dns.h). */
+    struct rd_dns *dns;
 };
 
 /** Most client connections at once; further ones are accepted and closed at once. The

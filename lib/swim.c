@@ -1634,3 +1634,27 @@ void rd_swim_delete(struct rd_swim *s)
     rd_txqueue_free(&s->txq);
     free(s);
 }
+
+void rd_swim_set_seeds(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
+{
+    struct rd_addr was[SEEDS_MAX];
+    size_t nwas = s->nseeds;
+    memcpy(was, s->seeds, nwas * sizeof was[0]);
+    s->nseeds = 0;
+    for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++) {
+        bool dup = rd_addr_equal(&seeds[k], &s->members[0].addr);
+        for (size_t i = 0; i < s->nseeds && !dup; i++)
+            dup = rd_addr_equal(&s->seeds[i], &seeds[k]);
+        if (dup) continue;
+        s->seeds[s->nseeds++] = seeds[k];
+        if (s->joined) continue;
+        bool known = false;
+        for (size_t i = 0; i < nwas && !known; i++)
+            known = rd_addr_equal(&was[i], &seeds[k]);
+        if (!known) queue_sync(s, &seeds[k]);
+    }
+    if (!s->joined && s->nseeds && s->join_next_ms == UINT64_MAX) {
+        if (s->join_backoff_ms == 0) s->join_backoff_ms = 1000;
+        s->join_next_ms = now_ms + s->join_backoff_ms;
+    }
+}

@@ -162,6 +162,12 @@ void rd_swim_sync_done(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
  */
 bool rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n);
 /**
+ * Replaces the seeds with seeds[0..n) (what their names resolve to now: hosts come and go).
+ * While not joined, a seed not among the previous ones is synced with at once, and the
+ * join retries start again if they had stopped for want of seeds; the backoff stays.
+ */
+void rd_swim_set_seeds(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n);
+/**
  * True once a full-state exchange that we opened (towards a seed or a member) was answered
  * and merged. A datagram or a sync someone else opened never counts: anyone can send one.
  */

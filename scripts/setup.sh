@@ -2,9 +2,9 @@
 # Installs what ringd needs to build, test and demo on Debian 12 (run as root, or with sudo).
 # Idempotent and quiet: packages already present are not fetched again.
 set -eu
-pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev
+pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev libc-ares-dev
       libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
-      netcat-openbsd serf clang libclang-rt-14-dev clang-format
+      netcat-openbsd dnsmasq-base serf clang libclang-rt-14-dev clang-format
       help2man systemd buildah umoci yamllint"
 # node and npm check the Kubernetes manifests (deploy/kubernetes/check): Debian's, unless
 # a node that brings its own npm is already there.

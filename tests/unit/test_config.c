@@ -343,6 +343,7 @@ static void test_config_help_names_every_option_once(void **state)
         "event-timeout",
         "join-timeout",
         "state-dir",
+        "dns-server",
         "rejoin",
         "profile",
     };

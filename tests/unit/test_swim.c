@@ -791,6 +791,36 @@ static void test_joined_only_by_an_answered_exchange(void **state)
     rd_swim_delete(s);
 }
 
+/*
+ * Seeds replaced while joining (their names resolved again): a seed list that was empty
+ * starts the retries, a new address is synced with at once, one already known waits for
+ * its retry, and a seed that left the list is no longer retried.
+ */
+static void test_set_seeds_tries_new_addresses_at_once(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    cfg.reconnect_interval_ms = 1000000000; /* only join retries go back to the seeds */
+    struct rd_member self = fake_member(0, 1, RD_ALIVE);
+    struct rd_swim *s = rd_swim_new(&cfg, &self, 1, 0);
+    assert_non_null(s);
+    struct rd_addr to, a = fake_member(9, 1, RD_ALIVE).addr, b = fake_member(8, 1, RD_ALIVE).addr;
+    rd_swim_set_seeds(s, 0, &a, 1); /* no seed before: a at once, then retried */
+    assert_true(rd_swim_poll_sync(s, &to));
+    assert_true(rd_addr_equal(&to, &a));
+    assert_false(rd_swim_poll_sync(s, &to));
+    assert_true(seed_syncs(s, 100, 4000, &a) >= 1);
+    struct rd_addr ab[] = {a, b, a, self.addr}; /* duplicates and ourselves are dropped */
+    rd_swim_set_seeds(s, 4000, ab, 4);
+    assert_true(rd_swim_poll_sync(s, &to)); /* only b is new */
+    assert_true(rd_addr_equal(&to, &b));
+    assert_false(rd_swim_poll_sync(s, &to));
+    rd_swim_set_seeds(s, 4000, &b, 1); /* a is gone from the name */
+    assert_int_equal(seed_syncs(s, 4000, 40000, &a), 0);
+    assert_true(seed_syncs(s, 40000, 80000, &b) >= 1);
+    rd_swim_delete(s);
+}
+
 /* ---------------------------------------------------------------- run-time changes */
 
 struct record_seen {
@@ -941,6 +971,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_joined_only_by_an_answered_exchange),
         cmocka_unit_test(test_a_join_that_cannot_be_queued_says_so),
+        cmocka_unit_test(test_set_seeds_tries_new_addresses_at_once),
         cmocka_unit_test(test_three_members_join_and_agree),
         cmocka_unit_test(test_ten_members_join_and_agree),
         cmocka_unit_test(test_fifty_members_join_and_agree),
