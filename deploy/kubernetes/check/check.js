@@ -1,6 +1,7 @@
 // Validates Kubernetes manifests against the API's schemas, offline: kubernetes-models
 // bundles a validator generated from the Kubernetes OpenAPI spec for every built-in kind.
-// Then holds ringd's DaemonSet to what deploy/kubernetes/README.md promises (policy()).
+// Then holds ringd's DaemonSet to what deploy/kubernetes/README.md promises (policy()), and
+// its SRV seed to a headless Service of the same manifests (seeds()).
 //   node check.js LEAVE_TIMEOUT_MS FILE.yaml...
 // Every document must name a built-in apiVersion and kind; a document this cannot check
 // is an error, not a pass. YAML 1.1, as the API server reads it (0400 is octal). Exit 1 on
@@ -112,6 +113,30 @@ function policy(ds, leaveMs) {
   return bad;
 }
 
+// A seed `srv:_PORT._udp.SERVICE.NAMESPACE.svc...` must name a headless Service of these
+// manifests that lists agents before they are ready and has a UDP port named PORT: else
+// the SRV record the agents ask for does not exist, and no agent ever joins.
+function seeds(ds, services) {
+  const bad = [];
+  for (const c of ds.spec.template.spec.containers || []) {
+    for (const arg of c.args || []) {
+      const m = /^--join=srv:_([^.]+)\._udp\.([^.]+)\.([^.]+)\.svc\b/.exec(arg);
+      if (!m) continue;
+      const svc = services.get(`${m[3]}/${m[2]}`);
+      if (!svc) {
+        bad.push(`${arg}: no Service ${m[2]} in namespace ${m[3]}`);
+        continue;
+      }
+      if (svc.clusterIP !== "None") bad.push(`${arg}: Service ${m[2]} is not headless`);
+      if (svc.publishNotReadyAddresses !== true)
+        bad.push(`${arg}: Service ${m[2]} hides agents that are not ready yet`);
+      if (!(svc.ports || []).some((p) => p.name === m[1] && p.protocol === "UDP"))
+        bad.push(`${arg}: Service ${m[2]} has no UDP port named ${m[1]}`);
+    }
+  }
+  return bad;
+}
+
 const leaveMs = Number(process.argv[2]);
 if (!(leaveMs > 0)) {
   console.log("usage: node check.js LEAVE_TIMEOUT_MS FILE.yaml...");
@@ -120,6 +145,8 @@ if (!(leaveMs > 0)) {
 let errors = 0;
 let checked = 0;
 let daemonsets = 0;
+const services = new Map(); // "namespace/name" -> spec
+const placed = []; // the DaemonSets, checked against the Services once all are read
 for (const file of process.argv.slice(3)) {
   const docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8"), { version: "1.1" });
   docs.forEach((doc, i) => {
@@ -138,7 +165,9 @@ for (const file of process.argv.slice(3)) {
       return;
     }
     const name = `${obj.kind}/${(obj.metadata && obj.metadata.name) || "?"}`;
-    if (obj.kind === "DaemonSet") daemonsets++;
+    if (obj.kind === "DaemonSet") placed.push({ where, name, obj });
+    if (obj.kind === "Service")
+      services.set(`${obj.metadata.namespace || "default"}/${obj.metadata.name}`, obj.spec || {});
     try {
       new m.Kind(obj).validate();
       const extra = [];
@@ -163,6 +192,15 @@ for (const file of process.argv.slice(3)) {
       errors++;
     }
   });
+}
+for (const { where, name, obj } of placed) {
+  daemonsets++;
+  const bad = seeds(obj, services);
+  bad.forEach((b) => console.log(`${where} (${name}): ${b}`));
+  if (bad.length) {
+    errors++;
+    checked--; // counted valid on its own; not with the Services it needs
+  }
 }
 if (daemonsets === 0) {
   console.log("no DaemonSet among the manifests");
