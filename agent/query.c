@@ -1,5 +1,12 @@
 /*
- * query.c — the query socket server (see query.h): RESP2 over a Unix stream socket.
+ * query.c — the query socket server (see query.h): RESP over a Unix stream socket.
+ *
+ * Every connection starts in RESP2 and may switch to RESP3 with HELLO 3 (c->proto); each
+ * reply is written once through resp.h's writers, which take the protocol and write a
+ * map, set, null or verbatim text as RESP3 has it or as Redis writes it in RESP2. The
+ * command table is the single description of the commands: dispatch, the arity check,
+ * admin-only rows, and what COMMAND, COMMAND INFO and COMMAND DOCS tell clients all read
+ * the same rows, so they cannot disagree.
  *
  * One connection is a pipe handle, an input buffer with its incremental RESP parser, and
  * two output buffers:
@@ -113,6 +120,18 @@
 /** Users the admin group may list. */
 #define RD_QUERY_GROUP_MEMBERS_MAX 4096
 
+/** Longest client name (CLIENT SETNAME, HELLO SETNAME); Redis sets none, we bound it. */
+#define RD_QUERY_CLIENT_NAME_MAX 128
+/** Longest CLIENT SETINFO LIB-NAME or LIB-VER value. */
+#define RD_QUERY_CLIENT_LIB_MAX 64
+/** CLIENT LIST stops listing once its text reaches this many bytes. */
+#define RD_QUERY_CLIENT_LIST_MAX (4u * 1024u * 1024u)
+/** Longest line of CLIENT LIST or CLIENT INFO: the fields, the bounded strings and the
+ *  socket path twice. */
+#define RD_QUERY_CLIENT_LINE_MAX                                                                   \
+    (512 + RD_QUERY_CLIENT_NAME_MAX + 2 * RD_QUERY_CLIENT_LIB_MAX +                                \
+     2 * sizeof(((struct sockaddr_un *)0)->sun_path))
+
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59 /* Linux 4.13 */
 #endif
@@ -120,10 +139,13 @@
 _Static_assert(RD_QUERY_MAX_WATCH_BACKLOG <= RD_QUERY_MAX_OUTPUT,
                "a watcher's backlog is part of its output");
 _Static_assert(RD_QUERY_PAUSE_BYTES < RD_QUERY_MAX_OUTPUT, "pausing comes before cutting off");
+_Static_assert(RD_QUERY_CLIENT_LIST_MAX + RD_QUERY_CLIENT_LINE_MAX < RD_QUERY_MAX_OUTPUT,
+               "CLIENT LIST fits in a connection's output");
 _Static_assert(RD_RESP_MAX_REQUEST <= RD_QUERY_MAX_OUTPUT,
                "a client may have a whole request's worth of replies unread");
 
 struct rd_query;
+struct command;
 
 struct qconn {
     struct rd_query *q;
@@ -152,6 +174,13 @@ struct qconn {
     bool paused;       /* RD_QUERY_PAUSE_BYTES unsent: reading stopped */
     bool failed;       /* a reply could not be buffered: the stream is broken */
     bool join_waiting; /* JOIN resolved, its exchange not over: blocked as while resolving */
+    /* The connection as CLIENT and HELLO see it. */
+    int proto;                               /* RD_RESP2 until HELLO 3; RESET goes back */
+    uint64_t id;                             /* CLIENT ID: unique for the server's life */
+    uint64_t created_ms, last_ms;            /* uv_now at accept and at its last command */
+    const struct command *cmd, *subcmd;      /* the last command run, for CLIENT LIST */
+    char name[RD_QUERY_CLIENT_NAME_MAX + 1]; /* CLIENT SETNAME; "" for none */
+    char lib_name[RD_QUERY_CLIENT_LIB_MAX + 1], lib_ver[RD_QUERY_CLIENT_LIB_MAX + 1];
 };
 
 struct rd_query {
@@ -165,6 +194,7 @@ struct rd_query {
     struct qconn *dirty; /* connections with output to send this turn */
     size_t nconns, nwatchers;
     size_t join_waiters;                          /* connections with join_waiting set */
+    uint64_t next_id;                             /* CLIENT ID of the last connection */
     uint64_t rejected;                            /* connections refused at RD_QUERY_MAX_CONNS */
     uint64_t cut_off;                             /* connections closed for unread output */
     uint64_t accept_errors;                       /* failed accepts (EMFILE...), logged sparingly */
@@ -377,7 +407,7 @@ static void reply_wrong_arity(struct qconn *c, const char *cmd)
 static void reply_name(struct qconn *c, const struct rd_ring *ring, int idx)
 {
     if (idx < 0) {
-        conn_rc(c, rd_resp_write_nil(&c->pend));
+        conn_rc(c, rd_resp_write_null(&c->pend, c->proto));
         return;
     }
     const char *name = rd_ring_member_name(ring, (size_t)idx);
@@ -499,7 +529,7 @@ static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
         snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
         snprintf(weight, sizeof weight, "%u.%03u", m->weight / RD_WEIGHT_ONE,
                  m->weight % RD_WEIGHT_ONE);
-        conn_rc(c, rd_resp_write_array(&c->pend, 14));
+        conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 7));
         reply_cstr(c, "name");
         reply_cstr(c, m->name);
         reply_cstr(c, "addr");
@@ -596,7 +626,7 @@ static void cmd_info(struct qconn *c, const struct rd_resp_request *r)
         reply_error(c, "ERR out of memory");
         return;
     }
-    conn_rc(c, rd_resp_write_bulk(&c->pend, q->scratch.data, q->scratch.len));
+    conn_rc(c, rd_resp_write_verbatim(&c->pend, c->proto, q->scratch.data, q->scratch.len));
 }
 
 static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
@@ -715,11 +745,39 @@ static void cmd_quit(struct qconn *c, const struct rd_resp_request *r)
     c->draining = true;
 }
 
+/*
+ * One row per command, and per subcommand in a command's own table: what runs it, and
+ * everything COMMAND and COMMAND DOCS say about it, so that what a client is told and
+ * what the server does come from the same row. `arity` is enforced by run_row for every
+ * row that has one; a command that takes any number of words has -1.
+ */
 struct command {
     const char *name;
     void (*run)(struct qconn *c, const struct rd_resp_request *r);
-    bool changes; /* changes the agent: only for rd_query_may_change() peers */
+    bool changes;          /* changes the agent: only for rd_query_may_change() peers */
+    int arity;             /* Redis's: n words exactly (the name counts), -n at least n */
+    const char *flags;     /* COMMAND's flags, space-separated; "admin" is added for `changes` */
+    int first, last, step; /* key positions, as COMMAND gives them (0 0 0: no keys) */
+    const char *acl;       /* ACL categories, space-separated; "@admin @dangerous" follow
+                              `changes` */
+    const char *group;     /* COMMAND DOCS group */
+    const char *summary;   /* COMMAND DOCS summary */
+    const char *args;      /* COMMAND DOCS arguments, space-separated, each
+                              "[TOKEN=]name:type[:optional][:multiple]" */
+    const struct command *sub; /* subcommands, or NULL */
+    size_t nsub;
 };
+
+static void reply_arity_of(struct qconn *c, const struct rd_resp_request *r, size_t word,
+                           const struct command *row);
+
+/* True if r has the number of words row->arity allows. */
+static bool arity_ok(const struct command *row, size_t argc)
+{
+    if (row->arity == 0) return true;
+    if (row->arity > 0) return argc == (size_t)row->arity;
+    return argc >= (size_t)-row->arity;
+}
 
 /*
  * Runs the row of table[0..n) that r->argv[word] names, or refuses it with -NOPERM when
@@ -731,8 +789,16 @@ static bool run_row(struct qconn *c, const struct rd_resp_request *r, size_t wor
 {
     for (size_t i = 0; i < n; i++) {
         if (!arg_is(&r->argv[word], table[i].name)) continue;
+        if (word == 0) {
+            c->cmd = &table[i];
+            c->subcmd = NULL;
+        } else {
+            c->subcmd = &table[i];
+        }
         if (table[i].changes && !c->may_change)
             reply_error(c, c->q->noperm);
+        else if (!arity_ok(&table[i], r->argc))
+            reply_arity_of(c, r, word, &table[i]);
         else
             table[i].run(c, r);
         return true;
@@ -795,10 +861,14 @@ static void cmd_keyring_change(struct qconn *c, const struct rd_resp_request *r)
 }
 
 static const struct command keyring_commands[] = {
-    {"LIST", cmd_keyring_list, false},
-    {"INSTALL", cmd_keyring_change, true},
-    {"USE", cmd_keyring_change, true},
-    {"REMOVE", cmd_keyring_change, true},
+    {"LIST", cmd_keyring_list, false, 2, "loading stale", 0, 0, 0, "@slow", "ringd",
+     "Lists the gossip keys by fingerprint, primary first", "", NULL, 0},
+    {"INSTALL", cmd_keyring_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
+     "Adds a gossip key to the keyring", "key:string", NULL, 0},
+    {"USE", cmd_keyring_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
+     "Makes an installed key the primary one", "fingerprint:string", NULL, 0},
+    {"REMOVE", cmd_keyring_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
+     "Removes a key that is not the primary one", "fingerprint:string", NULL, 0},
 };
 
 /* A command of subcommands (`name` in lower case for arity errors, `upper` for the rest):
@@ -875,8 +945,10 @@ static void cmd_tags_change(struct qconn *c, const struct rd_resp_request *r)
 }
 
 static const struct command tags_commands[] = {
-    {"SET", cmd_tags_change, true},
-    {"DEL", cmd_tags_change, true},
+    {"SET", cmd_tags_change, true, 4, "", 0, 0, 0, "@slow", "ringd",
+     "Sets one of this member's tags", "key:string value:string", NULL, 0},
+    {"DEL", cmd_tags_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
+     "Removes one of this member's tags", "key:string", NULL, 0},
 };
 
 static void cmd_tags(struct qconn *c, const struct rd_resp_request *r)
@@ -912,19 +984,781 @@ static void cmd_force_leave(struct qconn *c, const struct rd_resp_request *r)
         run_change(c, RD_QUERY_FORCE_LEAVE, name, r->argc == 3 ? "PRUNE" : NULL);
 }
 
-static const struct command commands[] = {
-    {"OWNER", cmd_owner, false},     {"MOWNER", cmd_mowner, false},
-    {"OWNERS", cmd_owners, false},   {"PING", cmd_ping, false},
-    {"MEMBERS", cmd_members, false}, {"INFO", cmd_info, false},
-    {"WATCH", cmd_watch, false},     {"JOIN", cmd_join, true},
-    {"LEAVE", cmd_leave, true},      {"QUIT", cmd_quit, false},
-    {"KEYRING", cmd_keyring, false}, {"TAGS", cmd_tags, false},
-    {"WEIGHT", cmd_weight, true},    {"FORCE-LEAVE", cmd_force_leave, true},
+/* ---------------------------------------------------------------- connection lifecycle */
+
+/*
+ * What a Redis client library sends around its own commands, answered as Redis answers
+ * it: HELLO and AUTH (no password is ever configured: the socket's permissions and the
+ * peer's credentials are the access control), CLIENT, SELECT 0, ECHO, RESET and COMMAND.
+ * The replies and errors are Redis's, word for word where a client could look at them.
+ */
+
+/* Lower-case copy of s into out (cap bytes), cut to fit. */
+static void lower_into(char *out, size_t cap, const char *s)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++)
+        out[i] = (char)tolower((unsigned char)s[i]);
+    out[i] = '\0';
+}
+
+/* The wrong-arity error for a row: "owner", or "keyring list" for a subcommand. */
+static void reply_arity_of(struct qconn *c, const struct rd_resp_request *r, size_t word,
+                           const struct command *row)
+{
+    (void)r;
+    char name[64], parent[32], sub[32];
+    lower_into(sub, sizeof sub, row->name);
+    if (word == 0 || !c->cmd) {
+        reply_wrong_arity(c, sub);
+        return;
+    }
+    lower_into(parent, sizeof parent, c->cmd->name);
+    snprintf(name, sizeof name, "%s %s", parent, sub);
+    reply_wrong_arity(c, name);
+}
+
+/* A whole signed decimal as Redis's string2ll takes it: optional '-', no leading zero, no
+ * space, within int64_t. */
+static bool arg_int64(const struct rd_resp_arg *a, int64_t *out)
+{
+    size_t i = 0;
+    bool neg = a->len > 0 && a->ptr[0] == '-';
+    if (neg) i = 1;
+    if (i >= a->len || a->len - i > 19) return false;
+    if (a->ptr[i] == '0' && a->len - i > 1) return false;
+    uint64_t v = 0;
+    for (; i < a->len; i++) {
+        if (a->ptr[i] < '0' || a->ptr[i] > '9') return false;
+        v = v * 10 + (uint64_t)(a->ptr[i] - '0');
+    }
+    if (v > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) return false;
+    if (neg && v == 0 && a->len == 2) return false; /* "-0" */
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+/* Redis's rule for client names and library fields: printable ASCII and no space, so that
+ * a CLIENT LIST line splits on spaces. */
+static bool client_attr_ok(const struct rd_resp_arg *a)
+{
+    for (size_t i = 0; i < a->len; i++)
+        if (a->ptr[i] < '!' || a->ptr[i] > '~') return false;
+    return true;
+}
+
+/* True if a may be a client name; else false, with -ERR sent. */
+static bool client_name_valid(struct qconn *c, const struct rd_resp_arg *a)
+{
+    if (a->len > RD_QUERY_CLIENT_NAME_MAX) {
+        char text[80];
+        snprintf(text, sizeof text, "ERR client name longer than %d bytes",
+                 RD_QUERY_CLIENT_NAME_MAX);
+        reply_error(c, text);
+        return false;
+    }
+    if (!client_attr_ok(a)) {
+        reply_error(c, "ERR Client names cannot contain spaces, newlines or special characters.");
+        return false;
+    }
+    return true;
+}
+
+/* Copies a checked argument (len < cap) as text. */
+static void copy_arg(char *out, size_t cap, const struct rd_resp_arg *a)
+{
+    size_t n = a->len < cap ? a->len : cap - 1;
+    memcpy(out, a->ptr, n);
+    out[n] = '\0';
+}
+
+/* No password is configured, so Redis's default user has "nopass": user "default" is let
+ * in with any password, and any other user is refused as Redis refuses it. */
+static bool auth_ok(struct qconn *c, const struct rd_resp_arg *user)
+{
+    if (user->len == 7 && memcmp(user->ptr, "default", 7) == 0) return true;
+    reply_error(c, "WRONGPASS invalid username-password pair or user is disabled.");
+    return false;
+}
+
+static void reply_int(struct qconn *c, int64_t n)
+{
+    conn_rc(c, rd_resp_write_int(&c->pend, n));
+}
+
+/* HELLO's server map, as Redis's, in the connection's protocol. */
+static void reply_hello(struct qconn *c)
+{
+    struct rd_query_status st;
+    c->q->host.status(c->q->host.ctx, &st);
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 7));
+    reply_cstr(c, "server");
+    reply_cstr(c, "ringd");
+    reply_cstr(c, "version");
+    reply_cstr(c, st.version);
+    reply_cstr(c, "proto");
+    reply_int(c, c->proto);
+    reply_cstr(c, "id");
+    reply_int(c, (int64_t)c->id);
+    reply_cstr(c, "mode");
+    reply_cstr(c, "standalone");
+    reply_cstr(c, "role");
+    reply_cstr(c, "master");
+    reply_cstr(c, "modules");
+    conn_rc(c, rd_resp_write_array(&c->pend, 0));
+}
+
+/* HELLO [protover [AUTH user pass] [SETNAME name]]: everything is checked before anything
+ * is applied, as Redis does. */
+static void cmd_hello(struct qconn *c, const struct rd_resp_request *r)
+{
+    int proto = c->proto;
+    size_t j = 1;
+    if (r->argc >= 2) {
+        int64_t v;
+        if (!arg_int64(&r->argv[1], &v)) {
+            reply_error(c, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (v < RD_RESP2 || v > RD_RESP3) {
+            reply_error(c, "NOPROTO unsupported protocol version");
+            return;
+        }
+        proto = (int)v;
+        j = 2;
+    }
+    const struct rd_resp_arg *user = NULL, *name = NULL;
+    for (; j < r->argc; j++) {
+        size_t more = r->argc - 1 - j;
+        if (arg_is(&r->argv[j], "AUTH") && more >= 2) {
+            user = &r->argv[j + 1];
+            j += 2;
+        } else if (arg_is(&r->argv[j], "SETNAME") && more >= 1) {
+            name = &r->argv[++j];
+            if (!client_name_valid(c, name)) return;
+        } else {
+            char text[RD_QUERY_ECHO_MAX + 48];
+            int len = r->argv[j].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[j].len;
+            snprintf(text, sizeof text, "ERR Syntax error in HELLO option '%.*s'", len,
+                     r->argv[j].ptr);
+            reply_error(c, text);
+            return;
+        }
+    }
+    if (user && !auth_ok(c, user)) return;
+    if (name) copy_arg(c->name, sizeof c->name, name);
+    c->proto = proto;
+    reply_hello(c);
+}
+
+/* AUTH [user] pass, with no password configured: Redis's answers. */
+static void cmd_auth(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc > 3) {
+        reply_error(c, "ERR syntax error");
+        return;
+    }
+    if (r->argc == 2) {
+        reply_error(c, "ERR AUTH <password> called without any password configured for the "
+                       "default user. Are you sure your configuration is correct?");
+        return;
+    }
+    if (auth_ok(c, &r->argv[1])) conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+/* SELECT 0: the only database. */
+static void cmd_select(struct qconn *c, const struct rd_resp_request *r)
+{
+    int64_t db;
+    if (!arg_int64(&r->argv[1], &db) || db < INT32_MIN || db > INT32_MAX)
+        reply_error(c, "ERR value is not an integer or out of range");
+    else if (db != 0)
+        reply_error(c, "ERR DB index is out of range");
+    else
+        conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+static void cmd_echo(struct qconn *c, const struct rd_resp_request *r)
+{
+    conn_rc(c, rd_resp_write_bulk(&c->pend, r->argv[1].ptr, r->argv[1].len));
+}
+
+/* RESET: the connection as it was at connect: RESP2, no name, not watching. */
+static void cmd_reset(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    c->proto = RD_RESP2;
+    c->name[0] = '\0';
+    if (c->watching) {
+        c->watching = false;
+        c->q->nwatchers--;
+    }
+    conn_rc(c, rd_resp_write_simple(&c->pend, "RESET"));
+}
+
+/* The last command of c as Redis names it: "owner", "client|list"; "NULL" if none. */
+static void client_cmd_name(const struct qconn *c, char *out, size_t cap)
+{
+    if (!c->cmd) {
+        snprintf(out, cap, "NULL");
+        return;
+    }
+    char top[32], sub[32];
+    lower_into(top, sizeof top, c->cmd->name);
+    if (!c->subcmd) {
+        snprintf(out, cap, "%s", top);
+        return;
+    }
+    lower_into(sub, sizeof sub, c->subcmd->name);
+    snprintf(out, cap, "%s|%s", top, sub);
+}
+
+/* Appends c's CLIENT LIST line: Redis's fields where they apply, then the peer's uid and
+ * pid. 0 or RD_ENOMEM. */
+static int client_line(const struct qconn *c, struct rd_buf *out)
+{
+    uv_os_fd_t fd = -1;
+    uv_fileno((const uv_handle_t *)&c->pipe, &fd);
+    uint64_t now = uv_now(c->q->loop);
+    char cmd[72], line[RD_QUERY_CLIENT_LINE_MAX];
+    client_cmd_name(c, cmd, sizeof cmd);
+    int n = snprintf(line, sizeof line,
+                     "id=%" PRIu64 " addr=%s:0 laddr=%s fd=%d name=%s age=%" PRIu64 " idle=%" PRIu64
+                     " flags=N db=0 sub=0 psub=0 multi=-1 qbuf=%zu omem=%zu"
+                     " cmd=%s user=default resp=%d lib-name=%s lib-ver=%s uid=%u pid=%d\n",
+                     c->id, c->q->path, c->q->path, (int)fd, c->name, (now - c->created_ms) / 1000,
+                     (now - c->last_ms) / 1000, c->in.len, conn_backlog(c), cmd, c->proto,
+                     c->lib_name, c->lib_ver, (unsigned)c->uid, (int)c->pid);
+    if (n < 0 || (size_t)n >= sizeof line) return RD_E2BIG;
+    return rd_buf_append(out, line, (size_t)n);
+}
+
+static void cmd_client_setname(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (!client_name_valid(c, &r->argv[2])) return;
+    copy_arg(c->name, sizeof c->name, &r->argv[2]);
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+static void cmd_client_getname(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    if (c->name[0] == '\0')
+        conn_rc(c, rd_resp_write_null(&c->pend, c->proto));
+    else
+        reply_cstr(c, c->name);
+}
+
+static void cmd_client_id(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    reply_int(c, (int64_t)c->id);
+}
+
+/* CLIENT SETINFO LIB-NAME name | LIB-VER version */
+static void cmd_client_setinfo(struct qconn *c, const struct rd_resp_request *r)
+{
+    const struct rd_resp_arg *attr = &r->argv[2], *val = &r->argv[3];
+    int alen = attr->len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)attr->len;
+    char text[RD_QUERY_ECHO_MAX + 80];
+    char *dest = arg_is(attr, "LIB-NAME")  ? c->lib_name
+                 : arg_is(attr, "LIB-VER") ? c->lib_ver
+                                           : NULL;
+    if (!dest) {
+        snprintf(text, sizeof text, "ERR Unrecognized option '%.*s'", alen, attr->ptr);
+    } else if (val->len > RD_QUERY_CLIENT_LIB_MAX) {
+        snprintf(text, sizeof text, "ERR %.*s longer than %d bytes", alen, attr->ptr,
+                 RD_QUERY_CLIENT_LIB_MAX);
+    } else if (!client_attr_ok(val)) {
+        snprintf(text, sizeof text,
+                 "ERR %.*s cannot contain spaces, newlines or special characters.", alen,
+                 attr->ptr);
+    } else {
+        copy_arg(dest, RD_QUERY_CLIENT_LIB_MAX + 1, val);
+        conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+        return;
+    }
+    reply_error(c, text);
+}
+
+static void cmd_client_info(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    struct rd_buf *t = &c->q->scratch;
+    t->len = 0;
+    if (client_line(c, t) < 0) {
+        reply_error(c, "ERR out of memory");
+        return;
+    }
+    conn_rc(c, rd_resp_write_verbatim(&c->pend, c->proto, t->data, t->len));
+}
+
+/* CLIENT LIST [ID id ...]: one line per connection, up to RD_QUERY_CLIENT_LIST_MAX bytes. */
+static void cmd_client_list(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc > 2 && (!arg_is(&r->argv[2], "ID") || r->argc < 4)) {
+        reply_error(c, "ERR syntax error");
+        return;
+    }
+    for (size_t j = 3; j < r->argc; j++) {
+        int64_t id;
+        if (!arg_int64(&r->argv[j], &id) || id <= 0) {
+            reply_error(c, "ERR Invalid client ID");
+            return;
+        }
+    }
+    struct rd_buf *t = &c->q->scratch;
+    t->len = 0;
+    for (const struct qconn *o = c->q->conns; o && t->len < RD_QUERY_CLIENT_LIST_MAX; o = o->next) {
+        if (o->closing) continue;
+        bool listed = r->argc == 2;
+        for (size_t j = 3; j < r->argc && !listed; j++) {
+            int64_t id = 0;
+            arg_int64(&r->argv[j], &id);
+            listed = (uint64_t)id == o->id;
+        }
+        if (listed && client_line(o, t) < 0) {
+            reply_error(c, "ERR out of memory");
+            return;
+        }
+    }
+    conn_rc(c, rd_resp_write_verbatim(&c->pend, c->proto, t->data, t->len));
+}
+
+/* CLIENT KILL ID id [SKIPME yes|no]: the filters ringd has (every client shares the
+ * socket's address, so the others would not pick one out). The count closed back. */
+static void cmd_client_kill(struct qconn *c, const struct rd_resp_request *r)
+{
+    uint64_t id = 0;
+    bool skipme = true;
+    if (r->argc % 2 != 0) { /* the old form, CLIENT KILL addr, or a filter without a value */
+        reply_error(c, "ERR syntax error");
+        return;
+    }
+    for (size_t j = 2; j < r->argc; j += 2) {
+        const struct rd_resp_arg *v = &r->argv[j + 1];
+        int64_t n;
+        if (arg_is(&r->argv[j], "ID")) {
+            if (!arg_int64(v, &n) || n <= 0) {
+                reply_error(c, "ERR client-id should be greater than 0");
+                return;
+            }
+            id = (uint64_t)n;
+        } else if (arg_is(&r->argv[j], "SKIPME") && (arg_is(v, "yes") || arg_is(v, "no"))) {
+            skipme = arg_is(v, "yes");
+        } else {
+            reply_error(c, "ERR syntax error");
+            return;
+        }
+    }
+    if (id == 0) {
+        reply_error(c, "ERR syntax error");
+        return;
+    }
+    int64_t killed = 0;
+    bool self = false;
+    for (struct qconn *o = c->q->conns; o; o = o->next) {
+        if (o->id != id || o->closing || (o == c && skipme)) continue;
+        killed++;
+        rd_logf(RD_LOG_INFO, "query client killed", RD_FUINT("id", o->id),
+                RD_FUINT("by_uid", (uint64_t)c->uid));
+        if (o == c)
+            self = true;
+        else
+            conn_close(o);
+    }
+    reply_int(c, killed);
+    if (self) c->draining = true; /* after its reply, as Redis closes it */
+}
+
+static const struct command client_commands[] = {
+    {"SETNAME", cmd_client_setname, false, 3, "noscript loading stale", 0, 0, 0,
+     "@slow @connection", "connection", "Names the connection; an empty name clears it",
+     "connection-name:string", NULL, 0},
+    {"GETNAME", cmd_client_getname, false, 2, "noscript loading stale", 0, 0, 0,
+     "@slow @connection", "connection", "Returns the connection's name", "", NULL, 0},
+    {"ID", cmd_client_id, false, 2, "noscript loading stale", 0, 0, 0, "@slow @connection",
+     "connection", "Returns the connection's id", "", NULL, 0},
+    {"SETINFO", cmd_client_setinfo, false, 4, "noscript loading stale", 0, 0, 0,
+     "@slow @connection", "connection", "Records the client library's name or version",
+     "attr:string value:string", NULL, 0},
+    {"INFO", cmd_client_info, false, 2, "noscript loading stale", 0, 0, 0, "@slow @connection",
+     "connection", "Describes this connection", "", NULL, 0},
+    {"LIST", cmd_client_list, false, -2, "noscript loading stale", 0, 0, 0, "@slow @connection",
+     "connection", "Describes every connection", "ID=client-id:integer:optional:multiple", NULL, 0},
+    {"KILL", cmd_client_kill, true, -3, "noscript loading stale", 0, 0, 0, "@slow @connection",
+     "connection", "Closes the connection with an id",
+     "ID=client-id:integer SKIPME=yes-no:string:optional", NULL, 0},
 };
+
+static void cmd_client(struct qconn *c, const struct rd_resp_request *r)
+{
+    run_subcommand(c, r, "client", "CLIENT", client_commands,
+                   sizeof client_commands / sizeof client_commands[0],
+                   "SETNAME, GETNAME, ID, SETINFO, INFO, LIST or KILL");
+}
+
+/* COMMAND and its subcommands describe the table below, so they come after it. */
+static void cmd_command(struct qconn *c, const struct rd_resp_request *r);
+static void cmd_command_count(struct qconn *c, const struct rd_resp_request *r);
+static void cmd_command_info(struct qconn *c, const struct rd_resp_request *r);
+static void cmd_command_docs(struct qconn *c, const struct rd_resp_request *r);
+static void cmd_command_list(struct qconn *c, const struct rd_resp_request *r);
+
+static const struct command command_commands[] = {
+    {"COUNT", cmd_command_count, false, 2, "loading stale", 0, 0, 0, "@slow @connection", "server",
+     "Returns the number of commands", "", NULL, 0},
+    {"INFO", cmd_command_info, false, -2, "loading stale", 0, 0, 0, "@slow @connection", "server",
+     "Describes the named commands, or every one", "command-name:string:optional:multiple", NULL,
+     0},
+    {"DOCS", cmd_command_docs, false, -2, "loading stale", 0, 0, 0, "@slow @connection", "server",
+     "Documents the named commands, or every one", "command-name:string:optional:multiple", NULL,
+     0},
+    {"LIST", cmd_command_list, false, 2, "loading stale", 0, 0, 0, "@slow @connection", "server",
+     "Lists the command names", "", NULL, 0},
+};
+
+#define SUBS(t) t, sizeof t / sizeof t[0]
+
+static const struct command commands[] = {
+    {"OWNER", cmd_owner, false, 2, "readonly fast", 1, 1, 1, "@read @fast", "ring",
+     "Returns the member that owns a key", "key:key", NULL, 0},
+    {"MOWNER", cmd_mowner, false, -2, "readonly fast", 1, -1, 1, "@read @fast", "ring",
+     "Returns the owner of each key", "key:key:multiple", NULL, 0},
+    {"OWNERS", cmd_owners, false, 3, "readonly fast", 1, 1, 1, "@read @fast", "ring",
+     "Returns the first n distinct members for a key: its owner, then its replicas",
+     "key:key n:integer", NULL, 0},
+    {"PING", cmd_ping, false, -1, "fast", 0, 0, 0, "@fast @connection", "connection",
+     "Returns PONG, or the message", "message:string:optional", NULL, 0},
+    {"MEMBERS", cmd_members, false, 1, "readonly", 0, 0, 0, "@read @slow", "membership",
+     "Lists every member the agent knows, with its fields", "", NULL, 0},
+    {"INFO", cmd_info, false, -1, "loading stale", 0, 0, 0, "@slow", "server",
+     "Returns the agent's state and counters", "section:string:optional", NULL, 0},
+    {"WATCH", cmd_watch, false, 1, "loading stale", 0, 0, 0, "@slow", "membership",
+     "Streams membership and ring events on this connection", "", NULL, 0},
+    {"JOIN", cmd_join, true, 2, "blocking", 0, 0, 0, "@slow", "membership",
+     "Joins the cluster through a seed; answered once joined", "address:string", NULL, 0},
+    {"LEAVE", cmd_leave, true, 1, "", 0, 0, 0, "@slow", "membership",
+     "Leaves the cluster gracefully; the agent then exits", "", NULL, 0},
+    {"QUIT", cmd_quit, false, -1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0,
+     "@fast @connection", "connection", "Closes the connection after its reply", "", NULL, 0},
+    {"KEYRING", cmd_keyring, false, -2, "", 0, 0, 0, "@slow", "ringd", "Manages the gossip keys",
+     "", SUBS(keyring_commands)},
+    {"TAGS", cmd_tags, false, -2, "", 0, 0, 0, "@slow", "membership", "Changes this member's tags",
+     "", SUBS(tags_commands)},
+    {"WEIGHT", cmd_weight, true, 2, "", 0, 0, 0, "@slow", "ring",
+     "Sets this member's weight; 0 drains it", "weight:double", NULL, 0},
+    {"FORCE-LEAVE", cmd_force_leave, true, -2, "", 0, 0, 0, "@slow", "membership",
+     "Marks a failed member as left", "name:string prune:pure-token:optional", NULL, 0},
+    {"HELLO", cmd_hello, false, -1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0,
+     "@fast @connection", "connection",
+     "Handshakes: protocol version, authentication, connection name",
+     "protover:integer:optional AUTH=username:string:optional password:string:optional "
+     "SETNAME=clientname:string:optional",
+     NULL, 0},
+    {"AUTH", cmd_auth, false, -2, "noscript loading stale fast no_auth allow_busy", 0, 0, 0,
+     "@fast @connection", "connection",
+     "Authenticates the connection; no password is ever configured",
+     "username:string:optional password:string", NULL, 0},
+    {"CLIENT", cmd_client, false, -2, "", 0, 0, 0, "@slow", "connection",
+     "Names and describes connections", "", SUBS(client_commands)},
+    {"SELECT", cmd_select, false, 2, "loading stale fast", 0, 0, 0, "@fast @connection",
+     "connection", "Selects database 0, the only one", "index:integer", NULL, 0},
+    {"ECHO", cmd_echo, false, 2, "fast", 0, 0, 0, "@fast @connection", "connection",
+     "Returns the message", "message:string", NULL, 0},
+    {"RESET", cmd_reset, false, 1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0,
+     "@fast @connection", "connection", "Resets the connection: RESP2, no name, no longer watching",
+     "", NULL, 0},
+    {"COMMAND", cmd_command, false, -1, "loading stale", 0, 0, 0, "@slow @connection", "server",
+     "Describes the commands", "", SUBS(command_commands)},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* Simple strings, one per space-separated word of `words`, then `extra` (NULL-ended) as a
+ * set: COMMAND's flags and ACL categories. */
+static void reply_word_set(struct qconn *c, const char *words, const char *const *extra)
+{
+    size_t n = 0;
+    for (const char *p = words; *p;) {
+        size_t w = strcspn(p, " ");
+        if (w > 0) n++;
+        p += w + (p[w] == ' ');
+    }
+    for (size_t i = 0; extra && extra[i]; i++)
+        n++;
+    conn_rc(c, rd_resp_write_set(&c->pend, c->proto, n));
+    for (const char *p = words; *p;) {
+        size_t w = strcspn(p, " ");
+        char word[32];
+        if (w > 0 && w < sizeof word) {
+            memcpy(word, p, w);
+            word[w] = '\0';
+            conn_rc(c, rd_resp_write_simple(&c->pend, word));
+        }
+        p += w + (p[w] == ' ');
+    }
+    for (size_t i = 0; extra && extra[i]; i++)
+        conn_rc(c, rd_resp_write_simple(&c->pend, extra[i]));
+}
+
+/* "owner", or "keyring|list" for a subcommand. */
+static void command_name(const struct command *row, const struct command *parent, char *out,
+                         size_t cap)
+{
+    char top[32], sub[32];
+    lower_into(sub, sizeof sub, row->name);
+    if (!parent) {
+        snprintf(out, cap, "%s", sub);
+        return;
+    }
+    lower_into(top, sizeof top, parent->name);
+    snprintf(out, cap, "%s|%s", top, sub);
+}
+
+/* A command's one key specification, Redis 7's form of first/last/step. */
+static void reply_key_specs(struct qconn *c, const struct command *row)
+{
+    if (row->first == 0) {
+        conn_rc(c, rd_resp_write_array(&c->pend, 0));
+        return;
+    }
+    conn_rc(c, rd_resp_write_array(&c->pend, 1));
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 3));
+    reply_cstr(c, "flags");
+    static const char *const ro[] = {"RO", NULL};
+    reply_word_set(c, "", ro);
+    reply_cstr(c, "begin_search");
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 2));
+    reply_cstr(c, "type");
+    reply_cstr(c, "index");
+    reply_cstr(c, "spec");
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 1));
+    reply_cstr(c, "index");
+    reply_int(c, row->first);
+    reply_cstr(c, "find_keys");
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 2));
+    reply_cstr(c, "type");
+    reply_cstr(c, "range");
+    reply_cstr(c, "spec");
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 3));
+    reply_cstr(c, "lastkey"); /* relative to the first key; negative counts from the end */
+    reply_int(c, row->last < 0 ? row->last : row->last - row->first);
+    reply_cstr(c, "keystep");
+    reply_int(c, row->step);
+    reply_cstr(c, "limit");
+    reply_int(c, 0);
+}
+
+/* One command as COMMAND INFO gives it in Redis 7: name, arity, flags, first key, last
+ * key, step, ACL categories, tips, key specifications, subcommands. */
+static void reply_command_info(struct qconn *c, const struct command *row,
+                               const struct command *parent)
+{
+    static const char *const admin_flag[] = {"admin", NULL};
+    static const char *const admin_acl[] = {"@admin", "@dangerous", NULL};
+    char name[72];
+    command_name(row, parent, name, sizeof name);
+    conn_rc(c, rd_resp_write_array(&c->pend, 10));
+    reply_cstr(c, name);
+    reply_int(c, row->arity);
+    reply_word_set(c, row->flags, row->changes ? admin_flag : NULL);
+    reply_int(c, row->first);
+    reply_int(c, row->last);
+    reply_int(c, row->step);
+    reply_word_set(c, row->acl, row->changes ? admin_acl : NULL);
+    reply_word_set(c, "", NULL); /* tips */
+    reply_key_specs(c, row);
+    conn_rc(c, rd_resp_write_array(&c->pend, row->nsub));
+    for (size_t i = 0; i < row->nsub; i++)
+        reply_command_info(c, &row->sub[i], row);
+}
+
+/* The row a COMMAND argument names: "owner", or "keyring|list" (*parent set). */
+static const struct command *command_find(const struct rd_resp_arg *a,
+                                          const struct command **parent)
+{
+    *parent = NULL;
+    const char *bar = memchr(a->ptr, '|', a->len);
+    struct rd_resp_arg head = {a->ptr, bar ? (size_t)(bar - a->ptr) : a->len};
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (!arg_is(&head, commands[i].name)) continue;
+        if (!bar) return &commands[i];
+        struct rd_resp_arg tail = {bar + 1, a->len - head.len - 1};
+        for (size_t k = 0; k < commands[i].nsub; k++)
+            if (arg_is(&tail, commands[i].sub[k].name)) {
+                *parent = &commands[i];
+                return &commands[i].sub[k];
+            }
+        return NULL;
+    }
+    return NULL;
+}
+
+static void cmd_command(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc == 1) {
+        conn_rc(c, rd_resp_write_array(&c->pend, NCOMMANDS));
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            reply_command_info(c, &commands[i], NULL);
+        return;
+    }
+    run_subcommand(c, r, "command", "COMMAND", SUBS(command_commands), "COUNT, INFO, DOCS or LIST");
+}
+
+static void cmd_command_count(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    reply_int(c, (int64_t)NCOMMANDS);
+}
+
+static void cmd_command_list(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    conn_rc(c, rd_resp_write_array(&c->pend, NCOMMANDS));
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        char name[32];
+        lower_into(name, sizeof name, commands[i].name);
+        reply_cstr(c, name);
+    }
+}
+
+/* COMMAND INFO [name ...]: every command without names; a null for an unknown one. */
+static void cmd_command_info(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc == 2) {
+        cmd_command(c, &(struct rd_resp_request){.argc = 1, .argv = r->argv});
+        return;
+    }
+    conn_rc(c, rd_resp_write_array(&c->pend, r->argc - 2));
+    for (size_t j = 2; j < r->argc; j++) {
+        const struct command *parent, *row = command_find(&r->argv[j], &parent);
+        if (row)
+            reply_command_info(c, row, parent);
+        else
+            conn_rc(c, rd_resp_write_null(&c->pend, c->proto));
+    }
+}
+
+/* One argument of a row's `args`, "[TOKEN=]name:type[:optional][:multiple]", as COMMAND
+ * DOCS gives it: a map of name, type, then what applies of key_spec_index, token, flags. */
+static void reply_doc_arg(struct qconn *c, const char *spec, size_t len)
+{
+    char buf[96], *token = NULL, *name = buf, *flag = NULL;
+    const char *type = "string";
+    if (len >= sizeof buf) len = sizeof buf - 1; /* the table's are short */
+    memcpy(buf, spec, len);
+    buf[len] = '\0';
+    char *eq = strchr(buf, '='), *colon = strchr(buf, ':');
+    if (eq && (!colon || eq < colon)) {
+        *eq = '\0';
+        token = buf;
+        name = eq + 1;
+    }
+    char *t = strchr(name, ':');
+    if (t) {
+        *t++ = '\0';
+        type = t;
+        flag = strchr(t, ':');
+        if (flag) *flag++ = '\0';
+    }
+    char upper[32];
+    if (!token && strcmp(type, "pure-token") == 0) {
+        size_t i = 0;
+        for (; name[i] && i + 1 < sizeof upper; i++)
+            upper[i] = (char)toupper((unsigned char)name[i]);
+        upper[i] = '\0';
+        token = upper;
+    }
+    bool key = strcmp(type, "key") == 0;
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 2 + key + (token != NULL) + (flag != NULL)));
+    reply_cstr(c, "name");
+    reply_cstr(c, name);
+    reply_cstr(c, "type");
+    reply_cstr(c, type);
+    if (key) {
+        reply_cstr(c, "key_spec_index");
+        reply_int(c, 0);
+    }
+    if (token) {
+        reply_cstr(c, "token");
+        reply_cstr(c, token);
+    }
+    if (flag) {
+        for (char *p = flag; *p; p++)
+            if (*p == ':') *p = ' ';
+        reply_cstr(c, "flags");
+        reply_word_set(c, flag, NULL);
+    }
+}
+
+/* One command's COMMAND DOCS map: summary, group, arguments, subcommands. */
+static void reply_command_docs(struct qconn *c, const struct command *row,
+                               const struct command *parent)
+{
+    size_t nargs = 0;
+    for (const char *p = row->args; *p;) {
+        size_t w = strcspn(p, " ");
+        if (w > 0) nargs++;
+        p += w + (p[w] == ' ');
+    }
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 2 + (nargs > 0) + (row->nsub > 0)));
+    reply_cstr(c, "summary");
+    reply_cstr(c, row->summary);
+    reply_cstr(c, "group");
+    reply_cstr(c, row->group);
+    if (nargs > 0) {
+        reply_cstr(c, "arguments");
+        conn_rc(c, rd_resp_write_array(&c->pend, nargs));
+        for (const char *p = row->args; *p;) {
+            size_t w = strcspn(p, " ");
+            if (w > 0) reply_doc_arg(c, p, w);
+            p += w + (p[w] == ' ');
+        }
+    }
+    if (row->nsub > 0) {
+        reply_cstr(c, "subcommands");
+        conn_rc(c, rd_resp_write_map(&c->pend, c->proto, row->nsub));
+        for (size_t i = 0; i < row->nsub; i++) {
+            char name[72];
+            command_name(&row->sub[i], row, name, sizeof name);
+            reply_cstr(c, name);
+            reply_command_docs(c, &row->sub[i], row);
+        }
+    }
+    (void)parent;
+}
+
+/* COMMAND DOCS [name ...]: a map of name to docs; unknown names are left out, as in Redis. */
+static void cmd_command_docs(struct qconn *c, const struct rd_resp_request *r)
+{
+    const struct command *parent;
+    size_t n = 0;
+    for (size_t j = 2; j < r->argc; j++)
+        n += command_find(&r->argv[j], &parent) != NULL;
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, r->argc == 2 ? NCOMMANDS : n));
+    char name[72];
+    if (r->argc == 2) {
+        for (size_t i = 0; i < NCOMMANDS; i++) {
+            command_name(&commands[i], NULL, name, sizeof name);
+            reply_cstr(c, name);
+            reply_command_docs(c, &commands[i], NULL);
+        }
+        return;
+    }
+    for (size_t j = 2; j < r->argc; j++) {
+        const struct command *row = command_find(&r->argv[j], &parent);
+        if (!row) continue;
+        command_name(row, parent, name, sizeof name);
+        reply_cstr(c, name);
+        reply_command_docs(c, row, parent);
+    }
+}
 
 static void dispatch(struct qconn *c, const struct rd_resp_request *r)
 {
-    if (run_row(c, r, 0, commands, sizeof commands / sizeof commands[0])) return;
+    c->last_ms = uv_now(c->q->loop);
+    if (run_row(c, r, 0, commands, NCOMMANDS)) return;
     char text[RD_QUERY_ECHO_MAX + 40];
     int len = r->argv[0].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[0].len;
     snprintf(text, sizeof text, "ERR unknown command '%.*s'", len, r->argv[0].ptr);
@@ -1101,6 +1935,9 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     c->q = q;
+    c->proto = RD_RESP2;
+    c->id = ++q->next_id;
+    c->created_ms = c->last_ms = uv_now(q->loop);
     rd_buf_init(&c->in);
     rd_buf_init(&c->out);
     rd_buf_init(&c->pend);

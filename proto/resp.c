@@ -1,5 +1,6 @@
 /*
- * resp.c — RESP2 request parser, reply writer and reply parser (see resp.h for the format).
+ * resp.c — RESP request parser, RESP2/RESP3 reply writer and RESP2 reply parser (see resp.h
+ * for the format).
  *
  * The request parser is a byte-at-a-time state machine for the short header lines ("*N\r\n",
  * "$L\r\n") and a jump over bulk payloads, whose length is known in advance: a payload is
@@ -366,6 +367,54 @@ int rd_resp_write_int(struct rd_buf *buf, int64_t n)
 int rd_resp_write_array(struct rd_buf *buf, size_t n)
 {
     return rw_append_header(buf, '*', false, n);
+}
+
+/* ============================================================ RESP3 reply writer */
+
+int rd_resp_write_map(struct rd_buf *buf, int proto, size_t n)
+{
+    if (proto != RD_RESP3) {
+        if (n > SIZE_MAX / 2) return RD_ENOMEM;
+        return rw_append_header(buf, '*', false, 2 * (uint64_t)n);
+    }
+    return rw_append_header(buf, '%', false, n);
+}
+
+int rd_resp_write_set(struct rd_buf *buf, int proto, size_t n)
+{
+    return rw_append_header(buf, proto == RD_RESP3 ? '~' : '*', false, n);
+}
+
+int rd_resp_write_push(struct rd_buf *buf, int proto, size_t n)
+{
+    return rw_append_header(buf, proto == RD_RESP3 ? '>' : '*', false, n);
+}
+
+int rd_resp_write_null(struct rd_buf *buf, int proto)
+{
+    return proto == RD_RESP3 ? rd_buf_append(buf, "_\r\n", 3) : rd_resp_write_nil(buf);
+}
+
+/* The format of a verbatim string: three letters and a ':', counted in its length. */
+#define RW_VERBATIM_TXT     "txt:"
+#define RW_VERBATIM_TXT_LEN 4
+
+int rd_resp_write_verbatim(struct rd_buf *buf, int proto, const void *ptr, size_t len)
+{
+    if (proto != RD_RESP3) return rd_resp_write_bulk(buf, ptr, len);
+    if (len > SIZE_MAX - RW_HEADER_MAX - RW_VERBATIM_TXT_LEN - 2) return RD_ENOMEM;
+    int rc = rd_buf_reserve(buf, RW_HEADER_MAX + RW_VERBATIM_TXT_LEN + len + 2);
+    if (rc < 0) return rc;
+    char *w = buf->data + buf->len;
+    w += rw_header(w, '=', false, RW_VERBATIM_TXT_LEN + (uint64_t)len);
+    memcpy(w, RW_VERBATIM_TXT, RW_VERBATIM_TXT_LEN);
+    w += RW_VERBATIM_TXT_LEN;
+    if (len > 0) memcpy(w, ptr, len);
+    w += len;
+    *w++ = '\r';
+    *w++ = '\n';
+    buf->len = (size_t)(w - buf->data);
+    return RD_OK;
 }
 
 /* ====================================================================== reply parser */

@@ -1,9 +1,11 @@
 /*
- * resp.h — RESP2, the wire format of the query socket (DESIGN.md §5 "Query socket").
+ * resp.h — RESP2 and RESP3, the wire format of the query socket (DESIGN.md §5 "Query
+ * socket").
  *
- * RESP2 was chosen so that redis-cli, hiredis and every Redis client library can talk to
- * ringd unchanged. This module only turns bytes into plain C values and back; it does no
- * I/O and knows no commands. Three pieces:
+ * RESP was chosen so that redis-cli, hiredis and every Redis client library can talk to
+ * ringd unchanged: RESP2 as every client starts, RESP3 for those that ask for it with HELLO
+ * 3 (node-redis does by default). Requests are the same in both. This module only turns bytes into
+ * plain C values and back; it does no I/O and knows no commands. Three pieces:
  *
  *   - a server-side request parser, incremental and zero-copy: the agent reads from the
  *     socket into its own buffer and calls rd_resp_parse() after every read. The parser
@@ -163,6 +165,44 @@ int rd_resp_write_int(struct rd_buf *buf, int64_t n);
 
 /** Appends an array header "*n\r\n"; the caller then writes exactly n replies. */
 int rd_resp_write_array(struct rd_buf *buf, size_t n);
+
+/* ----------------------------------------------------- RESP3 reply writer */
+
+/*
+ * A connection speaks RESP2 until HELLO 3 switches it to RESP3, whose replies say more
+ * about their shape: a map of pairs, a set, a null distinct from an empty string, a push
+ * that is no reply to any request, a verbatim text. Each of these writers takes the
+ * connection's protocol and writes the RESP3 type for 3, or what Redis writes in its
+ * place for 2, so a command writes its reply once for both:
+ *
+ *   RD_RESP3          RESP3                      RESP2
+ *   map of n pairs    "%n\r\n" + 2n replies      "*2n\r\n" + 2n replies
+ *   set of n          "~n\r\n" + n replies       "*n\r\n" + n replies
+ *   push of n         ">n\r\n" + n replies       "*n\r\n" + n replies
+ *   null              "_\r\n"                    "$-1\r\n"
+ *   verbatim text     "=len\r\ntxt:<text>\r\n"   "$len\r\n<text>\r\n"
+ *
+ * (len of a verbatim text counts its "txt:" prefix, as RESP3 says.)
+ */
+
+/** The protocols a connection may speak (HELLO's protover). */
+#define RD_RESP2 2
+#define RD_RESP3 3
+
+/** Appends a map header for n key/value pairs (2n replies follow). */
+int rd_resp_write_map(struct rd_buf *buf, int proto, size_t n);
+
+/** Appends a set header for n members. */
+int rd_resp_write_set(struct rd_buf *buf, int proto, size_t n);
+
+/** Appends a push header for n elements: out-of-band data such as a pub/sub message. */
+int rd_resp_write_push(struct rd_buf *buf, int proto, size_t n);
+
+/** Appends the null reply (RESP3 "_", RESP2's nil bulk). */
+int rd_resp_write_null(struct rd_buf *buf, int proto);
+
+/** Appends plain text that a client should show as it is (CLIENT INFO, CLIENT LIST). */
+int rd_resp_write_verbatim(struct rd_buf *buf, int proto, const void *ptr, size_t len);
 
 /* ------------------------------------------------------------ reply parser */
 

@@ -35,6 +35,7 @@
 #include "dns.h"
 #include "query.h"
 #include "rd_err.h"
+#include "resp.h"
 #include "ring.h"
 #include "swim.h"
 
@@ -1059,6 +1060,383 @@ static void test_query_runtime_changes_are_admin_only(void **state)
     close(fd);
 }
 
+/* ------------------------------------------------------------------ connection lifecycle */
+
+#define HELLO_PAIRS(proto, id)                                                                     \
+    "$6\r\nserver\r\n$5\r\nringd\r\n$7\r\nversion\r\n$5\r\n9.8.7\r\n$5\r\nproto\r\n:" proto        \
+    "\r\n$2\r\nid\r\n:" id "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n" \
+    "$7\r\nmodules\r\n*0\r\n"
+#define HELLO3(id) "%7\r\n" HELLO_PAIRS("3", id)
+#define HELLO2(id) "*14\r\n" HELLO_PAIRS("2", id)
+#define M1_PAIRS                                                                                   \
+    "$4\r\nname\r\n$2\r\nm1\r\n$4\r\naddr\r\n$14\r\n127.0.0.1:7946\r\n$6\r\nstatus\r\n$"           \
+    "5\r\nalive\r\n"                                                                               \
+    "$11\r\nincarnation\r\n$1\r\n7\r\n$6\r\nweight\r\n$5\r\n1.000\r\n$4\r\nzone\r\n$0\r\n\r\n"     \
+    "$4\r\ntags\r\n$0\r\n\r\n"
+
+/* Reads one whole RESP2 reply (the test's parser knows no RESP3). */
+static struct rd_resp_reply *hear_reply(struct fixture *f, int fd, struct got *g)
+{
+    struct rd_resp_reply *reply = NULL;
+    size_t used;
+    for (int i = 0; i < 200 && !g->eof; i++) {
+        if (rd_resp_reply_parse(g->buf, g->len, &reply, &used, NULL) == 0) break;
+        hear(f, fd, g, g->len + 1);
+    }
+    if (!reply && rd_resp_reply_parse(g->buf, g->len, &reply, &used, NULL) != 0)
+        fail_msg("no whole reply in '%s'", g->buf);
+    memmove(g->buf, g->buf + used, g->len - used);
+    g->len -= used;
+    g->buf[g->len] = '\0';
+    return reply;
+}
+
+static void test_query_hello_switches_the_connection_to_resp3(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f), other = client(f);
+    /* one map per member in RESP3, the flat pairs of RESP2 back after HELLO 2 */
+    expect_reply(f, fd, "HELLO 3\r\nMEMBERS\r\nHELLO 2\r\nMEMBERS\r\n",
+                 HELLO3("1") "*1\r\n%7\r\n" M1_PAIRS HELLO2("1") "*1\r\n*14\r\n" M1_PAIRS);
+    /* HELLO alone answers in the protocol in force; the protocol is per connection */
+    expect_reply(f, fd, "HELLO 3\r\nHELLO\r\n", HELLO3("1") HELLO3("1"));
+    expect_reply(f, other, "HELLO\r\nCLIENT GETNAME\r\n", HELLO2("2") "$-1\r\n");
+    close(fd);
+    close(other);
+}
+
+static void test_query_resp3_answers_nil_as_null(void **state)
+{
+    struct fixture *f = *state;
+    rd_ring_delete(f->agent.ring);
+    f->agent.ring = ring_of(NULL, 0);
+    int fd = client(f);
+    expect_reply(f, fd,
+                 "HELLO 3\r\nOWNER k\r\nMOWNER a b\r\nCLIENT GETNAME\r\nCOMMAND INFO nope\r\n",
+                 HELLO3("1") "_\r\n*2\r\n_\r\n_\r\n_\r\n*1\r\n_\r\n");
+    close(fd);
+}
+
+/* Bad HELLOs get Redis's errors and change nothing: the name stays unset and the
+ * connection stays RESP2. AUTH answers as Redis does with no password configured. */
+static void test_query_hello_refuses_garbage_and_applies_nothing(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    expect_reply(f, fd,
+                 "HELLO 4\r\nHELLO 1\r\nHELLO x\r\nHELLO 03\r\nHELLO -0\r\n"
+                 "HELLO 99999999999999999999\r\nHELLO 3 FOO\r\nHELLO 3 AUTH default\r\n"
+                 "HELLO 3 SETNAME\r\nHELLO 3 AUTH bob pw SETNAME n\r\n"
+                 "*4\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$7\r\nSETNAME\r\n$3\r\na\nb\r\n"
+                 "HELLO 3 SETNAME a b\r\nCLIENT GETNAME\r\n",
+                 "-NOPROTO unsupported protocol version\r\n"
+                 "-NOPROTO unsupported protocol version\r\n"
+                 "-ERR Protocol version is not an integer or out of range\r\n"
+                 "-ERR Protocol version is not an integer or out of range\r\n"
+                 "-ERR Protocol version is not an integer or out of range\r\n"
+                 "-ERR Protocol version is not an integer or out of range\r\n"
+                 "-ERR Syntax error in HELLO option 'FOO'\r\n"
+                 "-ERR Syntax error in HELLO option 'AUTH'\r\n"
+                 "-ERR Syntax error in HELLO option 'SETNAME'\r\n"
+                 "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+                 "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
+                 "-ERR Syntax error in HELLO option 'b'\r\n"
+                 "$-1\r\n");
+    expect_reply(f, fd, "HELLO 3 AUTH default anything SETNAME app-1\r\nCLIENT GETNAME\r\n",
+                 HELLO3("1") "$5\r\napp-1\r\n");
+    expect_reply(f, fd, "AUTH pw\r\nAUTH default pw\r\nAUTH Default pw\r\nAUTH a b c\r\nAUTH\r\n",
+                 "-ERR AUTH <password> called without any password configured for the default "
+                 "user. Are you sure your configuration is correct?\r\n"
+                 "+OK\r\n"
+                 "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+                 "-ERR syntax error\r\n"
+                 "-ERR wrong number of arguments for 'auth'\r\n");
+    close(fd);
+}
+
+static bool has(const char *text, const char *part)
+{
+    if (strstr(text, part)) return true;
+    print_message("'%s' not in '%s'\n", part, text);
+    return false;
+}
+
+static void test_query_client_names_info_and_list(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f), other = client(f);
+    char huge[300], huge_name[400], huge_lib[400];
+    memset(huge, 'x', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    snprintf(huge_name, sizeof huge_name, "CLIENT SETNAME %.129s\r\n", huge);
+    snprintf(huge_lib, sizeof huge_lib, "CLIENT SETINFO lib-name %.65s\r\n", huge);
+    expect_reply(f, fd, "CLIENT ID\r\nCLIENT GETNAME\r\nCLIENT SETNAME web-1\r\nCLIENT GETNAME\r\n",
+                 ":1\r\n$-1\r\n+OK\r\n$5\r\nweb-1\r\n");
+    char bad[2048];
+    snprintf(bad, sizeof bad,
+             "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$3\r\na b\r\n"
+             "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$3\r\na\r\n\r\n"
+             "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$2\r\n\xc3\xa9\r\n"
+             "%sCLIENT SETNAME a b\r\nCLIENT SETINFO LIB-FOO x\r\nCLIENT SETINFO LIB-NAME\r\n"
+             "*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$7\r\nLIB-VER\r\n$3\r\n1 2\r\n"
+             "%sCLIENT FOO\r\nCLIENT\r\nCLIENT GETNAME\r\n",
+             huge_name, huge_lib);
+    expect_reply(f, fd, bad,
+                 "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
+                 "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
+                 "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
+                 "-ERR client name longer than 128 bytes\r\n"
+                 "-ERR wrong number of arguments for 'client setname'\r\n"
+                 "-ERR Unrecognized option 'LIB-FOO'\r\n"
+                 "-ERR wrong number of arguments for 'client setinfo'\r\n"
+                 "-ERR LIB-VER cannot contain spaces, newlines or special characters.\r\n"
+                 "-ERR lib-name longer than 64 bytes\r\n"
+                 "-ERR unknown CLIENT subcommand 'FOO': SETNAME, GETNAME, ID, SETINFO, INFO, "
+                 "LIST or KILL\r\n"
+                 "-ERR wrong number of arguments for 'client'\r\n"
+                 "$5\r\nweb-1\r\n");
+    expect_reply(f, fd, "CLIENT SETINFO LIB-NAME redis-py\r\nCLIENT SETINFO lib-ver 4.3.4\r\n",
+                 "+OK\r\n+OK\r\n");
+    struct got g = {.len = 0};
+    say(fd, "CLIENT INFO\r\n");
+    struct rd_resp_reply *info = hear_reply(f, fd, &g);
+    assert_int_equal(info->type, RD_RESP_BULK);
+    char mine[64];
+    snprintf(mine, sizeof mine, " uid=%u pid=%d\n", (unsigned)getuid(), (int)getpid());
+    assert_true(has(info->str, "id=1 addr="));
+    assert_true(has(info->str, ".sock:0 laddr="));
+    assert_true(has(info->str, " name=web-1 age="));
+    assert_true(has(info->str, " cmd=client|info user=default resp=2 "));
+    assert_true(has(info->str, " lib-name=redis-py lib-ver=4.3.4 "));
+    assert_true(has(info->str, mine));
+    assert_int_equal(strchr(info->str, '\n') - info->str, (long)info->len - 1); /* one line */
+    rd_resp_reply_free(info);
+    /* the other connection lists both; an ID filter picks one */
+    say(other, "CLIENT LIST\r\n");
+    struct rd_resp_reply *list = hear_reply(f, other, &g);
+    assert_true(has(list->str, "id=1 "));
+    assert_true(has(list->str, "id=2 "));
+    assert_true(has(list->str, " cmd=client|list "));
+    size_t lines = 0;
+    for (const char *p = list->str; (p = strchr(p, '\n')); p++)
+        lines++;
+    assert_int_equal(lines, 2);
+    rd_resp_reply_free(list);
+    say(other, "CLIENT LIST ID 1\r\n");
+    list = hear_reply(f, other, &g);
+    assert_true(has(list->str, "id=1 "));
+    assert_null(strstr(list->str, "id=2 "));
+    rd_resp_reply_free(list);
+    expect_reply(f, other, "CLIENT LIST ID x\r\nCLIENT LIST TYPE normal\r\n",
+                 "-ERR Invalid client ID\r\n-ERR syntax error\r\n");
+    /* RESP3: the text is verbatim, as Redis sends it */
+    say(other, "HELLO 3\r\nCLIENT INFO\r\n");
+    hear_until(f, other, &g, "\n\r\n");
+    assert_true(has(g.buf, "*0\r\n=")); /* the end of HELLO's map, then the verbatim */
+    assert_true(has(g.buf, "\r\ntxt:id=2 "));
+    /* an empty name clears it */
+    expect_reply(f, fd, "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$0\r\n\r\nCLIENT GETNAME\r\n",
+                 "+OK\r\n$-1\r\n");
+    close(fd);
+    close(other);
+}
+
+static void test_query_client_kill_by_id(void **state)
+{
+    struct fixture *f = *state;
+    int a = client(f), b = client(f), c = client(f);
+    expect_reply(f, b, "PING\r\n", "+PONG\r\n");
+    expect_reply(f, a,
+                 "CLIENT KILL ID 2\r\nCLIENT KILL ID 1\r\nCLIENT KILL ID 99\r\n"
+                 "CLIENT KILL ID x\r\nCLIENT KILL ID 0\r\nCLIENT KILL 1.2.3.4:5\r\n"
+                 "CLIENT KILL ID 3 SKIPME maybe\r\nCLIENT KILL SKIPME no\r\nCLIENT KILL ID\r\n",
+                 ":1\r\n:0\r\n:0\r\n"
+                 "-ERR client-id should be greater than 0\r\n"
+                 "-ERR client-id should be greater than 0\r\n"
+                 "-ERR syntax error\r\n-ERR syntax error\r\n-ERR syntax error\r\n"
+                 "-ERR syntax error\r\n");
+    struct got g = {.len = 0};
+    hear(f, b, &g, 1);
+    assert_true(g.eof); /* b was closed */
+    assert_int_equal(g.len, 0);
+    /* killing oneself answers, then closes */
+    say(c, "CLIENT KILL ID 3 SKIPME no\r\nPING\r\n");
+    g.len = 0;
+    g.eof = false;
+    hear(f, c, &g, 100);
+    assert_string_equal(g.buf, ":1\r\n");
+    assert_true(g.eof);
+    expect_reply(f, a, "PING\r\n", "+PONG\r\n");
+    close(a);
+    close(b);
+    close(c);
+}
+
+static void test_query_client_kill_is_admin_only(void **state)
+{
+    struct fixture *f = *state;
+    if (geteuid() != 0) skip();
+    int target = client(f);
+    int fd = client_as(f, 65534, 65534);
+    expect_reply(f, fd, "CLIENT KILL ID 1\r\nCLIENT ID\r\n",
+                 "-NOPERM this command needs root or the agent's user\r\n:2\r\n");
+    expect_reply(f, target, "PING\r\n", "+PONG\r\n"); /* still there */
+    close(fd);
+    close(target);
+}
+
+static void test_query_select_echo_and_reset(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    expect_reply(f, fd,
+                 "SELECT 0\r\nSELECT 1\r\nSELECT -1\r\nSELECT x\r\nSELECT 99999999999\r\n"
+                 "SELECT\r\nECHO hi\r\nECHO\r\nECHO a b\r\n",
+                 "+OK\r\n-ERR DB index is out of range\r\n-ERR DB index is out of range\r\n"
+                 "-ERR value is not an integer or out of range\r\n"
+                 "-ERR value is not an integer or out of range\r\n"
+                 "-ERR wrong number of arguments for 'select'\r\n$2\r\nhi\r\n"
+                 "-ERR wrong number of arguments for 'echo'\r\n"
+                 "-ERR wrong number of arguments for 'echo'\r\n");
+    /* RESET: RESP2 again, no name, no longer watching */
+    expect_reply(f, fd, "HELLO 3 SETNAME n\r\nWATCH\r\nRESET\r\nCLIENT GETNAME\r\nRESET x\r\n",
+                 HELLO3("1") "+OK\r\n+RESET\r\n$-1\r\n"
+                             "-ERR wrong number of arguments for 'reset'\r\n");
+    const char *ev[] = {"member", "m9", "alive", "127.0.0.9:1", "1"};
+    rd_query_publish(f->agent.q, ev, 5);
+    expect_reply(f, fd, "PING\r\n", "+PONG\r\n"); /* and no event */
+    close(fd);
+}
+
+/* Looks up a command in COMMAND's reply by name. */
+static const struct rd_resp_reply *command_row(const struct rd_resp_reply *all, const char *name)
+{
+    for (size_t i = 0; i < all->nelem; i++)
+        if (strcmp(all->elem[i]->elem[0]->str, name) == 0) return all->elem[i];
+    fail_msg("no command %s", name);
+    return NULL;
+}
+
+static bool set_has(const struct rd_resp_reply *set, const char *word)
+{
+    for (size_t i = 0; i < set->nelem; i++)
+        if (strcmp(set->elem[i]->str, word) == 0) return true;
+    return false;
+}
+
+/* COMMAND describes every row, with keys where Redis's cluster clients look for them, and
+ * every arity it states is the one the server enforces. */
+static void test_query_command_describes_every_row_and_arity_is_enforced(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    struct got g = {.len = 0};
+    say(fd, "COMMAND COUNT\r\nCOMMAND\r\n");
+    struct rd_resp_reply *count = hear_reply(f, fd, &g);
+    struct rd_resp_reply *all = hear_reply(f, fd, &g);
+    assert_int_equal(count->type, RD_RESP_INTEGER);
+    assert_int_equal(all->type, RD_RESP_ARRAY);
+    assert_int_equal(all->nelem, (size_t)count->integer);
+    assert_true(all->nelem >= 21);
+    static const struct {
+        const char *name;
+        int64_t arity, first, last, step;
+    } keys[] = {
+        {"owner", 2, 1, 1, 1},   {"mowner", -2, 1, -1, 1}, {"owners", 3, 1, 1, 1},
+        {"members", 1, 0, 0, 0}, {"hello", -1, 0, 0, 0},   {"client", -2, 0, 0, 0},
+        {"select", 2, 0, 0, 0},  {"command", -1, 0, 0, 0}, {"join", 2, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const struct rd_resp_reply *row = command_row(all, keys[i].name);
+        print_message("%s\n", keys[i].name);
+        assert_int_equal(row->nelem, 10);
+        assert_int_equal(row->elem[1]->integer, keys[i].arity);
+        assert_int_equal(row->elem[3]->integer, keys[i].first);
+        assert_int_equal(row->elem[4]->integer, keys[i].last);
+        assert_int_equal(row->elem[5]->integer, keys[i].step);
+        assert_int_equal(row->elem[8]->nelem, keys[i].first ? 1 : 0); /* key specs */
+    }
+    assert_true(set_has(command_row(all, "owner")->elem[2], "readonly"));
+    assert_true(set_has(command_row(all, "join")->elem[2], "admin"));
+    assert_false(set_has(command_row(all, "owner")->elem[2], "admin"));
+    const struct rd_resp_reply *client_row = command_row(all, "client");
+    assert_int_equal(client_row->elem[9]->nelem, 7);
+    bool kill_is_admin = false;
+    for (size_t i = 0; i < client_row->elem[9]->nelem; i++) {
+        const struct rd_resp_reply *sub = client_row->elem[9]->elem[i];
+        if (strcmp(sub->elem[0]->str, "client|kill") == 0)
+            kill_is_admin = set_has(sub->elem[2], "admin");
+    }
+    assert_true(kill_is_admin);
+    /* every stated arity is enforced: one word too many, or one too few */
+    for (size_t i = 0; i < all->nelem; i++) {
+        const char *name = all->elem[i]->elem[0]->str;
+        int64_t arity = all->elem[i]->elem[1]->integer;
+        if (arity == -1) continue; /* anything goes */
+        assert_int_not_equal(arity, 0);
+        size_t words = arity > 0 ? (size_t)arity + 1 : (size_t)(-arity) - 1;
+        char req[256], want[128];
+        int n = snprintf(req, sizeof req, "*%zu\r\n$%zu\r\n%s\r\n", words, strlen(name), name);
+        for (size_t w = 1; w < words; w++)
+            n += snprintf(req + n, sizeof req - (size_t)n, "$1\r\nx\r\n");
+        snprintf(want, sizeof want, "-ERR wrong number of arguments for '%s'\r\n", name);
+        print_message("%s with %zu words\n", name, words);
+        expect_reply(f, fd, req, want);
+    }
+    rd_resp_reply_free(count);
+    rd_resp_reply_free(all);
+    assert_int_equal(f->agent.leaves + f->agent.joins + f->agent.changes, 0);
+
+    /* INFO of names, subcommands by "parent|sub", null for the unknown */
+    say(fd, "COMMAND INFO mowner keyring|list nope\r\n");
+    struct rd_resp_reply *info = hear_reply(f, fd, &g);
+    assert_int_equal(info->nelem, 3);
+    assert_string_equal(info->elem[0]->elem[0]->str, "mowner");
+    assert_string_equal(info->elem[1]->elem[0]->str, "keyring|list");
+    assert_int_equal(info->elem[1]->elem[1]->integer, 2);
+    assert_int_equal(info->elem[2]->type, RD_RESP_NIL);
+    rd_resp_reply_free(info);
+    /* DOCS: a map of the known names only; arguments for redis-cli's hints */
+    say(fd, "COMMAND DOCS owners nope force-leave\r\n");
+    struct rd_resp_reply *docs = hear_reply(f, fd, &g);
+    assert_int_equal(docs->nelem, 4);
+    assert_string_equal(docs->elem[0]->str, "owners");
+    assert_string_equal(docs->elem[2]->str, "force-leave");
+    const struct rd_resp_reply *d = docs->elem[1];
+    assert_int_equal(d->nelem, 6); /* summary, group, arguments */
+    assert_string_equal(d->elem[4]->str, "arguments");
+    assert_int_equal(d->elem[5]->nelem, 2);
+    const struct rd_resp_reply *key = d->elem[5]->elem[0];
+    assert_int_equal(key->nelem, 6); /* name, type, key_spec_index */
+    assert_string_equal(key->elem[3]->str, "key");
+    const struct rd_resp_reply *prune = docs->elem[3]->elem[5]->elem[1];
+    assert_int_equal(prune->nelem, 8); /* name, type, token, flags */
+    assert_string_equal(prune->elem[5]->str, "PRUNE");
+    assert_string_equal(prune->elem[7]->elem[0]->str, "optional");
+    rd_resp_reply_free(docs);
+    say(fd, "COMMAND DOCS\r\nCOMMAND LIST\r\n");
+    docs = hear_reply(f, fd, &g);
+    struct rd_resp_reply *names = hear_reply(f, fd, &g);
+    assert_int_equal(docs->nelem, 2 * names->nelem);
+    rd_resp_reply_free(docs);
+    rd_resp_reply_free(names);
+    /* RESP3: sets and maps */
+    expect_reply(
+        f, fd, "HELLO 3\r\nCOMMAND INFO owner\r\nCOMMAND DOCS echo\r\n",
+        HELLO3("1") "*1\r\n*10\r\n$5\r\nowner\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+                    ":1\r\n:1\r\n:1\r\n~2\r\n+@read\r\n+@fast\r\n~0\r\n*1\r\n%3\r\n"
+                    "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n%2\r\n"
+                    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n"
+                    "$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n"
+                    "%3\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n"
+                    ":0\r\n*0\r\n"
+                    "%1\r\n$4\r\necho\r\n%3\r\n$7\r\nsummary\r\n$19\r\nReturns the "
+                    "message\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$9\r\narguments\r\n"
+                    "*1\r\n%2\r\n$4\r\nname\r\n$7\r\nmessage\r\n$4\r\ntype\r\n$6\r\n"
+                    "string\r\n");
+    close(fd);
+}
+
 int main(void)
 {
     /* As in the agent: a client that vanished is a failed write, not a signal. */
@@ -1093,6 +1471,14 @@ int main(void)
         T(test_query_admin_group_is_resolved_at_start),
         T(test_query_keyring_commands),
         T(test_query_keyring_changes_are_admin_only),
+        T(test_query_hello_switches_the_connection_to_resp3),
+        T(test_query_resp3_answers_nil_as_null),
+        T(test_query_hello_refuses_garbage_and_applies_nothing),
+        T(test_query_client_names_info_and_list),
+        T(test_query_client_kill_by_id),
+        T(test_query_client_kill_is_admin_only),
+        T(test_query_select_echo_and_reset),
+        T(test_query_command_describes_every_row_and_arity_is_enforced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -798,6 +798,52 @@ static void test_write_replies_byte_exact(void **state)
     rd_buf_free(&b);
 }
 
+/* Each RESP3 writer gives its RESP3 type for protocol 3 and Redis's RESP2 stand-in for 2. */
+static void test_write_resp3_types_and_their_resp2_forms(void **state)
+{
+    struct rd_buf b;
+    rd_buf_init(&b);
+
+    assert_int_equal(rd_resp_write_map(&b, RD_RESP3, 7), 0);
+    expect_buf(&b, LIT("%7\r\n"));
+    assert_int_equal(rd_resp_write_map(&b, RD_RESP2, 7), 0);
+    expect_buf(&b, LIT("*14\r\n"));
+    assert_int_equal(rd_resp_write_map(&b, RD_RESP3, 0), 0);
+    expect_buf(&b, LIT("%0\r\n"));
+    assert_int_equal(rd_resp_write_map(&b, RD_RESP2, 0), 0);
+    expect_buf(&b, LIT("*0\r\n"));
+    assert_int_equal(rd_resp_write_set(&b, RD_RESP3, 2), 0);
+    expect_buf(&b, LIT("~2\r\n"));
+    assert_int_equal(rd_resp_write_set(&b, RD_RESP2, 2), 0);
+    expect_buf(&b, LIT("*2\r\n"));
+    assert_int_equal(rd_resp_write_push(&b, RD_RESP3, 3), 0);
+    expect_buf(&b, LIT(">3\r\n"));
+    assert_int_equal(rd_resp_write_push(&b, RD_RESP2, 3), 0);
+    expect_buf(&b, LIT("*3\r\n"));
+    assert_int_equal(rd_resp_write_null(&b, RD_RESP3), 0);
+    expect_buf(&b, LIT("_\r\n"));
+    assert_int_equal(rd_resp_write_null(&b, RD_RESP2), 0);
+    expect_buf(&b, LIT("$-1\r\n"));
+    assert_int_equal(rd_resp_write_verbatim(&b, RD_RESP3, "id=1\n", 5), 0);
+    expect_buf(&b, LIT("=9\r\ntxt:id=1\n\r\n"));
+    assert_int_equal(rd_resp_write_verbatim(&b, RD_RESP2, "id=1\n", 5), 0);
+    expect_buf(&b, LIT("$5\r\nid=1\n\r\n"));
+    assert_int_equal(rd_resp_write_verbatim(&b, RD_RESP3, NULL, 0), 0);
+    expect_buf(&b, LIT("=4\r\ntxt:\r\n"));
+    rd_buf_free(&b);
+}
+
+/* A verbatim text too large to ever fit fails whole, leaving what was written before. */
+static void test_write_verbatim_of_impossible_size_is_enomem_and_harmless(void **state)
+{
+    struct rd_buf b;
+    rd_buf_init(&b);
+    assert_int_equal(rd_resp_write_simple(&b, "OK"), 0);
+    assert_int_equal(rd_resp_write_verbatim(&b, RD_RESP3, "x", SIZE_MAX - 8), RD_ENOMEM);
+    expect_buf(&b, LIT("+OK\r\n"));
+    rd_buf_free(&b);
+}
+
 static void test_write_error_and_simple_turn_cr_and_lf_into_spaces(void **state)
 {
     struct rd_buf b;
@@ -1089,6 +1135,8 @@ int main(void)
         cmocka_unit_test(test_parse_inline_line_over_max_inline_is_refused),
         cmocka_unit_test(test_parse_request_argv_grows_across_requests),
         cmocka_unit_test(test_write_replies_byte_exact),
+        cmocka_unit_test(test_write_resp3_types_and_their_resp2_forms),
+        cmocka_unit_test(test_write_verbatim_of_impossible_size_is_enomem_and_harmless),
         cmocka_unit_test(test_write_error_and_simple_turn_cr_and_lf_into_spaces),
         cmocka_unit_test(test_write_replies_append_after_existing_bytes),
         cmocka_unit_test(test_write_bulk_of_impossible_size_is_enomem_and_harmless),
