@@ -3,10 +3,11 @@
 # Idempotent and quiet: packages already present are not fetched again.
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev libc-ares-dev
-      libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
+      libcmocka-dev libhiredis-dev redis-tools redis-server python3 python3-redis procps iproute2 nftables
       netcat-openbsd dnsmasq-base serf clang libclang-rt-14-dev clang-format
       help2man systemd buildah umoci yamllint"
-# node and npm check the Kubernetes manifests (deploy/kubernetes/check): Debian's, unless
+# node and npm check the Kubernetes manifests (deploy/kubernetes/check) and run the Node.js
+# Redis clients of proc_test_clients (tests/clients/node): Debian's, unless
 # a node that brings its own npm is already there.
 command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
 missing=""
@@ -26,4 +27,12 @@ if [ ! -d "$check/node_modules/kubernetes-models" ]; then
   echo "setup: npm ci in deploy/kubernetes/check"
   (cd "$check" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
     echo "setup: npm ci failed: deploy_kubernetes will be skipped"
+fi
+# The Node.js Redis clients (node-redis, ioredis) that proc_test_clients drives, pinned by
+# their lock file; without them that one test is skipped, and says why.
+clients=$(dirname "$0")/../tests/clients/node
+if [ ! -d "$clients/node_modules/ioredis" ] || [ ! -d "$clients/node_modules/redis" ]; then
+  echo "setup: npm ci in tests/clients/node"
+  (cd "$clients" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "setup: npm ci failed: proc_test_clients will be skipped"
 fi

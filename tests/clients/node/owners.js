@@ -1,0 +1,80 @@
+// owners.js — node-redis and ioredis as an application uses them, against one agent.
+//
+//   node owners.js LIBRARY MODE SOCKET < keys > owners
+//
+// LIBRARY is "node-redis" or "ioredis"; MODE is "default" (the library's default options),
+// "resp2" (node-redis with RESP: 2) or "pipeline" (ioredis's pipeline()). Reads one key per
+// line, asks OWNER for every key (all in flight at once, so the library pipelines them),
+// then MOWNER for all of them, and checks the two agree. Prints the owners, one per line,
+// and on stderr the protocol the connection ended up speaking (CLIENT INFO's resp=).
+// Options are the libraries' defaults but for what the mode names. Exits 1 with the reason
+// on any error, or when nothing is answered within DEADLINE_MS.
+"use strict";
+
+const fs = require("fs");
+
+const DEADLINE_MS = 30000;
+
+async function nodeRedis(mode, path, keys) {
+  const { createClient } = require("redis");
+  const options = { socket: { path } };
+  if (mode === "resp2") options.RESP = 2;
+  const client = createClient(options);
+  client.on("error", (err) => fail(err));
+  await client.connect();
+  await client.sendCommand(["CLIENT", "SETNAME", "node-redis-test"]);
+  const name = await client.sendCommand(["CLIENT", "GETNAME"]);
+  if (name !== "node-redis-test") fail(new Error("CLIENT GETNAME gave " + name));
+  const owners = await Promise.all(keys.map((k) => client.sendCommand(["OWNER", k])));
+  const mowner = await client.sendCommand(["MOWNER", ...keys]);
+  const info = await client.sendCommand(["CLIENT", "INFO"]);
+  await client.quit();
+  return { owners, mowner, info: String(info) };
+}
+
+async function ioredis(mode, path, keys) {
+  const Redis = require("ioredis");
+  const client = new Redis({ path });
+  client.on("error", (err) => fail(err));
+  let owners;
+  if (mode === "pipeline") {
+    const p = client.pipeline();
+    for (const k of keys) p.call("OWNER", k);
+    const results = await p.exec();
+    owners = results.map(([err, v]) => {
+      if (err) fail(err);
+      return v;
+    });
+  } else {
+    owners = await Promise.all(keys.map((k) => client.call("OWNER", k)));
+  }
+  const mowner = await client.call("MOWNER", ...keys);
+  const info = await client.call("CLIENT", "INFO");
+  await client.quit();
+  return { owners, mowner, info: String(info) };
+}
+
+function fail(err) {
+  process.stderr.write("owners.js: " + (err && err.stack ? err.stack : err) + "\n");
+  process.exit(1);
+}
+
+async function main() {
+  // The libraries retry a failed handshake forever with their default options: give up.
+  setTimeout(() => fail("no answer within " + DEADLINE_MS + " ms"), DEADLINE_MS).unref();
+  const [lib, mode, path] = process.argv.slice(2);
+  if (!lib || !mode || !path) fail("usage: node owners.js LIBRARY MODE SOCKET < keys");
+  const keys = fs.readFileSync(0, "utf8").split("\n").filter((k) => k.length > 0);
+  const run = { "node-redis": nodeRedis, ioredis }[lib];
+  if (!run) fail("unknown library " + lib);
+  const { owners, mowner, info } = await run(mode, path, keys);
+  if (owners.length !== keys.length) fail("got " + owners.length + " owners");
+  for (let i = 0; i < keys.length; i++)
+    if (owners[i] !== mowner[i])
+      fail("OWNER " + keys[i] + " gave " + owners[i] + ", MOWNER " + mowner[i]);
+  const resp = /resp=(\d)/.exec(info);
+  process.stderr.write("resp=" + (resp ? resp[1] : "?") + "\n");
+  process.stdout.write(owners.join("\n") + "\n");
+}
+
+main().catch(fail);

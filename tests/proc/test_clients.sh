@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# test_clients.sh — Redis client libraries, installed as a user installs them and used with
+# their default options, against three real agents.
+#
+#   tests/proc/test_clients.sh path/to/ringd
+#
+# Each client connects through its own handshake (HELLO 3 for node-redis and ioredis,
+# CLIENT SETNAME for redis-py's client_name=, none for hiredis) and asks for the owners of
+# 1,000 keys, one OWNER each (pipelined where the library pipelines); every answer must
+# equal what MOWNER gives. The clients: redis-cli -2 and -3; redis-py (Debian's
+# python3-redis) with defaults, client_name= and a pipeline; hiredis (Debian's
+# libhiredis-dev, tests/proc/hiredis_owners.c, RD_HIREDIS_OWNERS); node-redis with default
+# options and with RESP 2, and ioredis with defaults and a pipeline (npm packages pinned by
+# tests/clients/node/package-lock.json; scripts/setup.sh runs npm ci there).
+# Exits 77 (skipped) only when the node packages are not installed, saying why.
+set -u
+RINGD=${1:?usage: test_clients.sh path/to/ringd}
+HERE=$(cd "$(dirname "$0")" && pwd)
+NODE_DIR=$HERE/../clients/node
+HIREDIS_OWNERS=${RD_HIREDIS_OWNERS:-}
+command -v node >/dev/null || { echo "SKIP: node not installed (scripts/setup.sh)"; exit 77; }
+[ -d "$NODE_DIR/node_modules/redis" ] && [ -d "$NODE_DIR/node_modules/ioredis" ] ||
+  { echo "SKIP: node packages missing: run scripts/setup.sh (npm ci in tests/clients/node)"; exit 77; }
+. "$HERE/lib.sh"
+
+# Debian's python3-redis is for Debian's python3, which a version manager may shadow.
+PYREDIS=""
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import redis' 2>/dev/null; then PYREDIS=$py; break; fi
+done
+
+start n0 "$PORT0" || exit 1
+start n1 $((PORT0 + 1)) --join "127.0.0.1:$PORT0" || exit 1
+start n2 $((PORT0 + 2)) --join "127.0.0.1:$PORT0" || exit 1
+check "every agent is ready" wait_ready 10 n0 n1 n2
+converged() {
+  for n in n0 n1 n2; do [ "$(info "$n" ring_members)" = 3 ] || return 1; done
+  [ "$(info n0 ring_checksum)" = "$(info n1 ring_checksum)" ] &&
+    [ "$(info n0 ring_checksum)" = "$(info n2 ring_checksum)" ]
+}
+check "the three agents agree on a ring of three" wait_for 20 converged
+
+for i in $(seq 0 999); do echo "key-$i"; done > "$DIR/keys"
+# shellcheck disable=SC2046
+q n0 MOWNER $(cat "$DIR/keys") > "$DIR/want"
+check "MOWNER answers 1000 owners" [ "$(wc -l < "$DIR/want")" = 1000 ]
+check "the owners are the three members" \
+  [ "$(sort -u "$DIR/want" | tr '\n' ' ')" = "n0 n1 n2 " ]
+
+# same NAME FILE: FILE holds the same owners as MOWNER gave, in order
+same() {
+  if cmp -s "$DIR/want" "$2"; then ok "$1"; else
+    fail "$1"; diff "$DIR/want" "$2" | head -5; tail -5 "$DIR/$(basename "$2").err" 2>/dev/null
+  fi
+}
+sock() { echo "$DIR/n$(($1 % 3)).sock"; }
+
+# redis-cli, each protocol, one OWNER per line of stdin
+for p in 2 3; do
+  sed 's/^/OWNER /' "$DIR/keys" | redis-cli -"$p" -s "$(sock $p)" > "$DIR/cli$p" 2> "$DIR/cli$p.err"
+  same "redis-cli -$p: 1000 owners equal MOWNER's" "$DIR/cli$p"
+done
+hello_map() {
+  [[ "$(redis-cli -3 -s "$(sock 0)" HELLO | tr '\n' ' ')" == \
+    "server ringd version "*" proto 3 id "*" mode standalone role master modules "* ]]
+}
+check "redis-cli -3: HELLO is the server map in RESP3" hello_map
+check "redis-cli: HELLO 4 is refused with NOPROTO" \
+  [ "$(q n0 HELLO 4)" = "NOPROTO unsupported protocol version" ]
+
+# redis-py
+if [ -z "$PYREDIS" ]; then
+  fail "redis-py: python3-redis is not installed (scripts/setup.sh installs it)"
+else
+  i=0
+  for mode in default client_name pipeline; do
+    i=$((i + 1))
+    "$PYREDIS" "$HERE/redis_py_owners.py" "$mode" "$(sock $i)" < "$DIR/keys" \
+      > "$DIR/py-$mode" 2> "$DIR/py-$mode.err"
+    same "redis-py $mode: 1000 owners equal MOWNER's" "$DIR/py-$mode"
+  done
+fi
+
+# hiredis
+if [ -z "$HIREDIS_OWNERS" ]; then
+  fail "hiredis: rd_hiredis_owners was not built (libhiredis-dev; RD_HIREDIS_OWNERS)"
+else
+  "$HIREDIS_OWNERS" "$(sock 1)" < "$DIR/keys" > "$DIR/hiredis" 2> "$DIR/hiredis.err"
+  same "hiredis: 1000 pipelined owners equal MOWNER's" "$DIR/hiredis"
+fi
+
+# node-redis and ioredis (their current majors need Node.js 20)
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 20 ] || fail "node-redis 6 and ioredis 6 need Node.js 20 or later, not $(node --version)"
+i=0
+for run in "node-redis default 3" "node-redis resp2 2" "ioredis default" "ioredis pipeline"; do
+  set -- $run
+  i=$((i + 1))
+  out="$DIR/$1-$2"
+  (cd "$NODE_DIR" && node owners.js "$1" "$2" "$(sock $i)") < "$DIR/keys" > "$out" 2> "$out.err"
+  same "$1 $2: 1000 owners equal MOWNER's" "$out"
+  if [ -n "${3:-}" ]; then
+    check "$1 $2: the connection spoke RESP$3" grep -qx "resp=$3" "$out.err"
+  fi
+done
+
+no_sanitizer_reports
+finish
