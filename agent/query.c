@@ -768,6 +768,12 @@ struct command {
     size_t nsub;
 };
 
+/* A subcommand's row: it has no keys and no subcommands of its own. */
+#define SUBCOMMAND(name, run, changes, arity, flags, acl, group, summary, args)                    \
+    {                                                                                              \
+        name, run, changes, arity, flags, 0, 0, 0, acl, group, summary, args, NULL, 0              \
+    }
+
 static void reply_arity_of(struct qconn *c, const struct rd_resp_request *r, size_t word,
                            const struct command *row);
 
@@ -861,14 +867,14 @@ static void cmd_keyring_change(struct qconn *c, const struct rd_resp_request *r)
 }
 
 static const struct command keyring_commands[] = {
-    {"LIST", cmd_keyring_list, false, 2, "loading stale", 0, 0, 0, "@slow", "ringd",
-     "Lists the gossip keys by fingerprint, primary first", "", NULL, 0},
-    {"INSTALL", cmd_keyring_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
-     "Adds a gossip key to the keyring", "key:string", NULL, 0},
-    {"USE", cmd_keyring_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
-     "Makes an installed key the primary one", "fingerprint:string", NULL, 0},
-    {"REMOVE", cmd_keyring_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
-     "Removes a key that is not the primary one", "fingerprint:string", NULL, 0},
+    SUBCOMMAND("LIST", cmd_keyring_list, false, 2, "loading stale", "@slow", "ringd",
+               "Lists the gossip keys by fingerprint, primary first", ""),
+    SUBCOMMAND("INSTALL", cmd_keyring_change, true, 3, "", "@slow", "ringd",
+               "Adds a gossip key to the keyring", "key:string"),
+    SUBCOMMAND("USE", cmd_keyring_change, true, 3, "", "@slow", "ringd",
+               "Makes an installed key the primary one", "fingerprint:string"),
+    SUBCOMMAND("REMOVE", cmd_keyring_change, true, 3, "", "@slow", "ringd",
+               "Removes a key that is not the primary one", "fingerprint:string"),
 };
 
 /* A command of subcommands (`name` in lower case for arity errors, `upper` for the rest):
@@ -945,10 +951,10 @@ static void cmd_tags_change(struct qconn *c, const struct rd_resp_request *r)
 }
 
 static const struct command tags_commands[] = {
-    {"SET", cmd_tags_change, true, 4, "", 0, 0, 0, "@slow", "ringd",
-     "Sets one of this member's tags", "key:string value:string", NULL, 0},
-    {"DEL", cmd_tags_change, true, 3, "", 0, 0, 0, "@slow", "ringd",
-     "Removes one of this member's tags", "key:string", NULL, 0},
+    SUBCOMMAND("SET", cmd_tags_change, true, 4, "", "@slow", "ringd",
+               "Sets one of this member's tags", "key:string value:string"),
+    SUBCOMMAND("DEL", cmd_tags_change, true, 3, "", "@slow", "ringd",
+               "Removes one of this member's tags", "key:string"),
 };
 
 static void cmd_tags(struct qconn *c, const struct rd_resp_request *r)
@@ -1372,23 +1378,24 @@ static void cmd_client_kill(struct qconn *c, const struct rd_resp_request *r)
 }
 
 static const struct command client_commands[] = {
-    {"SETNAME", cmd_client_setname, false, 3, "noscript loading stale", 0, 0, 0,
-     "@slow @connection", "connection", "Names the connection; an empty name clears it",
-     "connection-name:string", NULL, 0},
-    {"GETNAME", cmd_client_getname, false, 2, "noscript loading stale", 0, 0, 0,
-     "@slow @connection", "connection", "Returns the connection's name", "", NULL, 0},
-    {"ID", cmd_client_id, false, 2, "noscript loading stale", 0, 0, 0, "@slow @connection",
-     "connection", "Returns the connection's id", "", NULL, 0},
-    {"SETINFO", cmd_client_setinfo, false, 4, "noscript loading stale", 0, 0, 0,
-     "@slow @connection", "connection", "Records the client library's name or version",
-     "attr:string value:string", NULL, 0},
-    {"INFO", cmd_client_info, false, 2, "noscript loading stale", 0, 0, 0, "@slow @connection",
-     "connection", "Describes this connection", "", NULL, 0},
-    {"LIST", cmd_client_list, false, -2, "noscript loading stale", 0, 0, 0, "@slow @connection",
-     "connection", "Describes every connection", "ID=client-id:integer:optional:multiple", NULL, 0},
-    {"KILL", cmd_client_kill, true, -3, "noscript loading stale", 0, 0, 0, "@slow @connection",
-     "connection", "Closes the connection with an id",
-     "ID=client-id:integer SKIPME=yes-no:string:optional", NULL, 0},
+    SUBCOMMAND("SETNAME", cmd_client_setname, false, 3, "noscript loading stale",
+               "@slow @connection", "connection", "Names the connection; an empty name clears it",
+               "connection-name:string"),
+    SUBCOMMAND("GETNAME", cmd_client_getname, false, 2, "noscript loading stale",
+               "@slow @connection", "connection", "Returns the connection's name", ""),
+    SUBCOMMAND("ID", cmd_client_id, false, 2, "noscript loading stale", "@slow @connection",
+               "connection", "Returns the connection's id", ""),
+    SUBCOMMAND("SETINFO", cmd_client_setinfo, false, 4, "noscript loading stale",
+               "@slow @connection", "connection", "Records the client library's name or version",
+               "attr:string value:string"),
+    SUBCOMMAND("INFO", cmd_client_info, false, 2, "noscript loading stale", "@slow @connection",
+               "connection", "Describes this connection", ""),
+    SUBCOMMAND("LIST", cmd_client_list, false, -2, "noscript loading stale", "@slow @connection",
+               "connection", "Describes every connection",
+               "ID=client-id:integer:optional:multiple"),
+    SUBCOMMAND("KILL", cmd_client_kill, true, -3, "noscript loading stale", "@slow @connection",
+               "connection", "Closes the connection with an id",
+               "ID=client-id:integer SKIPME=yes-no:string:optional"),
 };
 
 static void cmd_client(struct qconn *c, const struct rd_resp_request *r)
@@ -1406,16 +1413,16 @@ static void cmd_command_docs(struct qconn *c, const struct rd_resp_request *r);
 static void cmd_command_list(struct qconn *c, const struct rd_resp_request *r);
 
 static const struct command command_commands[] = {
-    {"COUNT", cmd_command_count, false, 2, "loading stale", 0, 0, 0, "@slow @connection", "server",
-     "Returns the number of commands", "", NULL, 0},
-    {"INFO", cmd_command_info, false, -2, "loading stale", 0, 0, 0, "@slow @connection", "server",
-     "Describes the named commands, or every one", "command-name:string:optional:multiple", NULL,
-     0},
-    {"DOCS", cmd_command_docs, false, -2, "loading stale", 0, 0, 0, "@slow @connection", "server",
-     "Documents the named commands, or every one", "command-name:string:optional:multiple", NULL,
-     0},
-    {"LIST", cmd_command_list, false, 2, "loading stale", 0, 0, 0, "@slow @connection", "server",
-     "Lists the command names", "", NULL, 0},
+    SUBCOMMAND("COUNT", cmd_command_count, false, 2, "loading stale", "@slow @connection", "server",
+               "Returns the number of commands", ""),
+    SUBCOMMAND("INFO", cmd_command_info, false, -2, "loading stale", "@slow @connection", "server",
+               "Describes the named commands, or every one",
+               "command-name:string:optional:multiple"),
+    SUBCOMMAND("DOCS", cmd_command_docs, false, -2, "loading stale", "@slow @connection", "server",
+               "Documents the named commands, or every one",
+               "command-name:string:optional:multiple"),
+    SUBCOMMAND("LIST", cmd_command_list, false, 2, "loading stale", "@slow @connection", "server",
+               "Lists the command names", ""),
 };
 
 #define SUBS(t) t, sizeof t / sizeof t[0]
@@ -1516,6 +1523,18 @@ static void command_name(const struct command *row, const struct command *parent
     snprintf(out, cap, "%s|%s", top, sub);
 }
 
+/* One step of a key specification: `name` => {type => `type`, spec => a map of n pairs,
+ * which the caller writes}. */
+static void key_spec_step(struct qconn *c, const char *name, const char *type, size_t n)
+{
+    reply_cstr(c, name);
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 2));
+    reply_cstr(c, "type");
+    reply_cstr(c, type);
+    reply_cstr(c, "spec");
+    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, n));
+}
+
 /* A command's one key specification, Redis 7's form of first/last/step. */
 static void reply_key_specs(struct qconn *c, const struct command *row)
 {
@@ -1528,20 +1547,10 @@ static void reply_key_specs(struct qconn *c, const struct command *row)
     reply_cstr(c, "flags");
     static const char *const ro[] = {"RO", NULL};
     reply_word_set(c, "", ro);
-    reply_cstr(c, "begin_search");
-    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 2));
-    reply_cstr(c, "type");
-    reply_cstr(c, "index");
-    reply_cstr(c, "spec");
-    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 1));
+    key_spec_step(c, "begin_search", "index", 1);
     reply_cstr(c, "index");
     reply_int(c, row->first);
-    reply_cstr(c, "find_keys");
-    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 2));
-    reply_cstr(c, "type");
-    reply_cstr(c, "range");
-    reply_cstr(c, "spec");
-    conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 3));
+    key_spec_step(c, "find_keys", "range", 3);
     reply_cstr(c, "lastkey"); /* relative to the first key; negative counts from the end */
     reply_int(c, row->last < 0 ? row->last : row->last - row->first);
     reply_cstr(c, "keystep");
