@@ -1101,6 +1101,12 @@ static void test_query_hello_switches_the_connection_to_resp3(void **state)
     /* HELLO alone answers in the protocol in force; the protocol is per connection */
     expect_reply(f, fd, "HELLO 3\r\nHELLO\r\n", HELLO3("1") HELLO3("1"));
     expect_reply(f, other, "HELLO\r\nCLIENT GETNAME\r\n", HELLO2("2") "$-1\r\n");
+    /* INFO's text is verbatim in RESP3, as Redis sends it */
+    struct got g = {.len = 0};
+    say(fd, "INFO\r\n");
+    hear_until(f, fd, &g, "connections_cut_off:0\r\n\r\n");
+    assert_memory_equal(g.buf, "=", 1);
+    assert_non_null(strstr(g.buf, "\r\ntxt:# ringd\r\nname:m1\r\n"));
     close(fd);
     close(other);
 }
