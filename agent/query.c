@@ -1808,6 +1808,7 @@ static void conn_parse(struct qconn *c)
             uv_read_stop((uv_stream_t *)&c->pipe);
             break;
         }
+        if (off == c->in.len) break; /* nothing buffered: c->in.data may be NULL */
         struct rd_resp_request req;
         const char *reason = NULL;
         int rc = rd_resp_parse(&c->parser, c->in.data + off, c->in.len - off, &req, &reason);
