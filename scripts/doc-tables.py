@@ -151,7 +151,8 @@ def gen_sim_summary():
 
 def socket_label(case):
     return {"OWNER vs GET": "OWNER vs GET",
-            "MOWNER10 vs MGET10": "MOWNER vs MGET (10 keys)"}.get(case, case)
+            "MOWNER10 vs MGET10": "MOWNER vs MGET (10 keys)",
+            "OWNER vs GET RESP3": "OWNER vs GET, RESP3"}.get(case, case)
 
 
 def gen_socket():
