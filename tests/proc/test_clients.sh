@@ -102,6 +102,7 @@ for run in "node-redis default 3" "node-redis resp2 2" "ioredis default" "ioredi
   if [ -n "${3:-}" ]; then
     check "$1 $2: the connection spoke RESP$3" grep -qx "resp=$3" "$out.err"
   fi
+  check "$1 $2: CLIENT SETINFO recorded the library's name" grep -qx "lib-name=$1" "$out.err"
 done
 
 no_sanitizer_reports

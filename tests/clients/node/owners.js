@@ -6,7 +6,9 @@
 // "resp2" (node-redis with RESP: 2) or "pipeline" (ioredis's pipeline()). Reads one key per
 // line, asks OWNER for every key (all in flight at once, so the library pipelines them),
 // then MOWNER for all of them, and checks the two agree. Prints the owners, one per line,
-// and on stderr the protocol the connection ended up speaking (CLIENT INFO's resp=).
+// and on stderr the protocol the connection ended up speaking and the library name it
+// recorded with CLIENT SETINFO (CLIENT INFO's resp= and lib-name=), after checking that
+// CLIENT INFO's pid= is this process.
 // Options are the libraries' defaults but for what the mode names. Exits 1 with the reason
 // on any error, or when nothing is answered within DEADLINE_MS.
 "use strict";
@@ -72,8 +74,11 @@ async function main() {
   for (let i = 0; i < keys.length; i++)
     if (owners[i] !== mowner[i])
       fail("OWNER " + keys[i] + " gave " + owners[i] + ", MOWNER " + mowner[i]);
-  const resp = /resp=(\d)/.exec(info);
+  // the peer's pid is the kernel's (SO_PEERCRED); the library said who it is (SETINFO)
+  if (!new RegExp(" pid=" + process.pid + "\n").test(info)) fail("CLIENT INFO: " + info);
+  const resp = /resp=(\d)/.exec(info), libName = / lib-name=(\S*)/.exec(info);
   process.stderr.write("resp=" + (resp ? resp[1] : "?") + "\n");
+  process.stderr.write("lib-name=" + (libName ? libName[1] : "?") + "\n");
   process.stdout.write(owners.join("\n") + "\n");
 }
 
