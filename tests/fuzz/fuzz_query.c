@@ -61,6 +61,7 @@ static struct {
     struct rd_swim *swim;
     struct rd_dns *dns;
     struct rd_query *q;
+    char dir[32];
     char path[64];
 } S;
 
@@ -122,6 +123,13 @@ static bool host_ready(void *ctx)
     return true;
 }
 
+/* At exit: the socket and its directory go; the server itself lives as long as the process. */
+static void remove_socket(void)
+{
+    unlink(S.path);
+    rmdir(S.dir);
+}
+
 static void start_server(void)
 {
     check(uv_loop_init(&S.loop) == 0);
@@ -137,9 +145,10 @@ static void start_server(void)
                              .addr = {.family = 4, .port = 7946, .ip = {127, 0, 0, 1}}};
     S.swim = rd_swim_new(&cfg, &self, 1, 0);
     check(S.swim != NULL);
-    char err[256], dir[32] = "/tmp/rd-fuzz-query.XXXXXX";
-    check(mkdtemp(dir) != NULL);
-    snprintf(S.path, sizeof S.path, "%s/q.sock", dir);
+    char err[256];
+    snprintf(S.dir, sizeof S.dir, "/tmp/rd-fuzz-query.XXXXXX");
+    check(mkdtemp(S.dir) != NULL);
+    snprintf(S.path, sizeof S.path, "%s/q.sock", S.dir);
     /* JOIN's names go to a port nothing listens on: refused at once, nothing leaves. */
     check(rd_dns_start(&S.loop, "127.0.0.1:1", &S.dns, err, sizeof err) == 0);
     struct rd_query_host host = {.ring = host_ring,
@@ -153,6 +162,7 @@ static void start_server(void)
                                  .change = host_change,
                                  .dns = S.dns};
     check(rd_query_start(&S.loop, &host, S.path, 0600, NULL, &S.q, err, sizeof err) == 0);
+    atexit(remove_socket);
 }
 
 /* ------------------------------------------------------------------ the reply check */
