@@ -7,8 +7,9 @@
  *   agent.c   the wiring: the loop, the timers (tick, ring rebuild, trim, leave), UDP
  *             gossip, signals, and the hooks it hands to sync.c and query.c
  *     ├─► sync.c    full-state sync over TCP: listener, connections, framing, timeouts
- *     ├─► query.c   the query socket: the RESP server, its commands (OWNER, MEMBERS,
- *     │             INFO, ...) and WATCH pub/sub together, against a host interface
+ *     ├─► query.c   the query socket: the RESP2/RESP3 server, its commands (OWNER,
+ *     │             MEMBERS, INFO, HELLO, CLIENT, COMMAND, ...) from one table, and WATCH
+ *     │             pub/sub together, against a host interface
  *     ├─► hooks.c   event handlers (--on-event): a bounded queue and at most one
  *     │             process per handler, fed the events on a non-blocking pipe
  *     │     └─► event.c  the JSON line of a WATCH event (also `ringd watch --json`)

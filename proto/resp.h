@@ -14,9 +14,10 @@
  *     looked at twice however the request is split. Arguments come back as pointers into
  *     the caller's buffer: no copy.
  *   - a reply writer that appends replies to an rd_buf (lib/buf.h).
- *   - a client-side reply parser for the CLI that builds a small tree. Replies are small
- *     and the CLI is not a server, so it simply re-scans from the start until the whole
- *     reply is there; it allocates nothing until then.
+ *   - a client-side reply parser for the CLI that builds a small tree, of RESP2 replies
+ *     only (the CLI never sends HELLO 3). Replies are small and the CLI is not a server,
+ *     so it simply re-scans from the start until the whole reply is there; it allocates
+ *     nothing until then.
  *
  * Every length and count from the network is checked against a named limit as soon as its
  * digits are read, before the bytes it announces arrive, so a peer cannot make us buffer or
