@@ -7,10 +7,12 @@
 # Each client connects through its own handshake (HELLO 3 for node-redis and ioredis,
 # CLIENT SETNAME for redis-py's client_name=, none for hiredis) and asks for the owners of
 # 1,000 keys, one OWNER each (pipelined where the library pipelines); every answer must
-# equal what MOWNER gives. The clients: redis-cli -2 and -3; redis-py (Debian's
-# python3-redis) with defaults, client_name= and a pipeline; hiredis (Debian's
-# libhiredis-dev, tests/proc/hiredis_owners.c, RD_HIREDIS_OWNERS); node-redis with default
-# options and with RESP 2, and ioredis with defaults and a pipeline (npm packages pinned by
+# equal what MOWNER gives. redis-cli's interactive mode shows the arguments' hints and
+# HELP that COMMAND DOCS gives (tests/proc/cli_hints.py, in a pseudo-terminal). The
+# clients: redis-cli -2 and -3; redis-py (Debian's python3-redis) with defaults,
+# client_name= and a pipeline; hiredis (Debian's libhiredis-dev,
+# tests/proc/hiredis_owners.c, RD_HIREDIS_OWNERS); node-redis with default options and
+# with RESP 2, and ioredis with defaults and a pipeline (npm packages pinned by
 # tests/clients/node/package-lock.json; scripts/setup.sh runs npm ci there).
 # Exits 77 (skipped) only when the node packages are not installed, saying why.
 set -u
@@ -65,6 +67,10 @@ hello_map() {
     "server ringd version "*" proto 3 id "*" mode standalone role master modules "* ]]
 }
 check "redis-cli -3: HELLO is the server map in RESP3" hello_map
+hints() {
+  python3 "$HERE/cli_hints.py" "$(sock 2)" > "$DIR/hints" 2>&1 || { cat "$DIR/hints"; return 1; }
+}
+check "redis-cli interactive: argument hints and HELP come from COMMAND DOCS" hints
 check "redis-cli: HELLO 4 is refused with NOPROTO" \
   [ "$(q n0 HELLO 4)" = "NOPROTO unsupported protocol version" ]
 
