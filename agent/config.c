@@ -382,6 +382,8 @@ static const struct option_def options[] = {
     {"profile", "lan|wan|local", OPT_ONE, AT(profile), "lan", NULL, set_profile,
      "timing of probes, gossip and suspicion: memberlist's LAN, WAN\n"
      "or local-loopback set (README), the same on all agents"},
+    {"metrics-addr", "HOST:PORT", OPT_ONE, AT(metrics_text), NULL, "none", set_address,
+     "serve Prometheus metrics on http://HOST:PORT/metrics"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -659,6 +661,9 @@ static int finish(struct rd_agent_config *cfg, char *err, size_t errlen)
     } else {
         cfg->advertise = cfg->bind; /* an unspecified bind is resolved by the agent */
     }
+    if (cfg->metrics_text[0] &&
+        resolve("metrics-addr", cfg->metrics_text, 0, 1, &cfg->metrics, err, errlen) < 0)
+        return RD_EINVAL;
     return 0;
 }
 

@@ -71,7 +71,9 @@ struct rd_agent_config {
     int argc;
     char **argv;
     char config_path[4096];
-    enum rd_swim_profile profile; /* timing set: lan (default), wan or local */
+    enum rd_swim_profile profile;           /* timing set: lan (default), wan or local */
+    char metrics_text[RD_HOSTPORT_MAX + 1]; /* --metrics-addr; empty: no HTTP endpoint */
+    struct rd_addr metrics;                 /* ... resolved */
 };
 
 /**
