@@ -22,7 +22,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#ifdef RD_METRICS_HTTP
 #include <microhttpd.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -307,6 +309,7 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
 }
 
 /* ------------------------------------------------------------ the HTTP server */
+#ifdef RD_METRICS_HTTP
 
 /* One open connection, on the server thread's list (its notify callbacks keep it). */
 struct hconn {
@@ -507,3 +510,26 @@ void rd_metrics_stop(struct rd_metrics_server *m)
     free(m->text);
     free(m);
 }
+
+#else /* built without libmicrohttpd (a static ringd: see CMakeLists.txt) */
+
+int rd_metrics_start(const struct rd_addr *addr, struct rd_metrics_server **out, char *err,
+                     size_t errlen)
+{
+    snprintf(err, errlen,
+             "--metrics-addr: this ringd was built without the HTTP endpoint (a static build); "
+             "use `ringd metrics` with node_exporter's textfile collector, or a build with "
+             "-DRINGD_STATIC=OFF");
+    return RD_EINVAL;
+}
+
+int rd_metrics_publish(struct rd_metrics_server *m, const char *text, size_t len)
+{
+    return RD_EINVAL;
+}
+
+void rd_metrics_server_counts(struct rd_metrics_server *m, struct rd_metrics_sample *s) {}
+
+void rd_metrics_stop(struct rd_metrics_server *m) {}
+
+#endif

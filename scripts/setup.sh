@@ -3,8 +3,8 @@
 # Idempotent and quiet: packages already present are not fetched again.
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev
-      libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
-      netcat-openbsd serf clang libclang-rt-14-dev clang-format"
+      libmicrohttpd-dev libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
+      netcat-openbsd serf clang libclang-rt-14-dev clang-format prometheus curl"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
