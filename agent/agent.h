@@ -22,9 +22,10 @@
  *     └─► keyring.c  the gossip keys (--keyring-file), handed to agent.c and sync.c,
  *                    which seal and open through proto/envelope.c; agent.c changes
  *                    them at run time (KEYRING commands, SIGHUP)
- * Planned next, each its own file beside these: dns.c (seeds resolved by DNS without
- * blocking the loop), metrics.c (the Prometheus endpoint); the socket's pub/sub stays in
- * query.c.
+ *     └─► metrics.c  the Prometheus text of a sample the loop copies out, and the
+ *                    --metrics-addr HTTP endpoint (libmicrohttpd, on a thread of its own)
+ * Planned next, its own file beside these: dns.c (seeds resolved by DNS without blocking
+ * the loop); the socket's pub/sub stays in query.c.
  *
  * The client side, `ringd members | owner | info | watch | join | leave | keys` and the `ringd`
  * entry point, lives in cli/: it talks to this daemon only through the query socket and
