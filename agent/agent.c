@@ -1124,9 +1124,7 @@ static const char *metrics_text(struct rd_agent *a, size_t *len)
 {
     struct rd_metrics_sample *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    struct rd_query_status st;
-    host_status(a, &st);
-    snprintf(s->version, sizeof s->version, "%s", st.version);
+    snprintf(s->version, sizeof s->version, "%s", RINGD_VERSION);
     s->ready = agent_ready(a);
     size_t counts[4];
     rd_swim_counts(a->swim, counts);
@@ -1139,30 +1137,15 @@ static const char *metrics_text(struct rd_agent *a, size_t *len)
     s->ring_rebuilds = a->rebuilds;
     s->rebuild_seconds = a->rebuild_seconds;
     s->ring_last_moved = a->last_moved;
-    const struct rd_swim_stats *ss = rd_swim_stats(a->swim);
-    s->packets_in = ss->packets_in;
-    s->packets_out = ss->packets_out;
+    s->swim = *rd_swim_stats(a->swim);
+    rd_sync_stats(a->sync, &s->sync);
     s->bytes_in = a->bytes_in;
     s->bytes_out = a->bytes_out;
     s->packets_malformed = a->malformed_packets;
-    s->packets_dropped = st.packets_dropped;
-    s->syncs_dropped = st.syncs_dropped;
-    s->probes = ss->probes;
-    s->probes_failed = ss->probes_failed;
-    s->indirect_probes = ss->indirect_probes;
+    s->packets_dropped = a->dropped;
+    s->syncs_dropped = rd_sync_dropped(a->sync);
     s->suspicions = a->suspicions;
-    s->refutes = ss->refutes;
-    s->syncs_in = ss->syncs_in;
-    s->syncs_out = ss->syncs_out;
-    s->syncs_failed = ss->syncs_failed;
-    s->syncs_malformed = st.syncs_malformed;
-    s->syncs_oversize = st.syncs_oversize;
-    s->syncs_refused_source = st.syncs_refused_source;
-    s->syncs_refused_full = st.syncs_refused_full;
-    s->syncs_timed_out_header = st.syncs_timed_out_header;
-    s->syncs_timed_out_frame = st.syncs_timed_out_frame;
     s->health = rd_swim_health(a->swim);
-    s->events_dropped = ss->events_dropped;
     if (a->query) {
         struct rd_query_stats qs;
         size_t n = rd_query_stats(a->query, &qs);

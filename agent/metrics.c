@@ -161,6 +161,14 @@ static void number(struct out *o, double v)
     emit(o, "%s", text);
 }
 
+/* A counter family of two labelled samples. */
+static void two(struct out *o, const char *name, const char *help, const char *label_a, uint64_t a,
+                const char *label_b, uint64_t b)
+{
+    family(o, name, "counter", help);
+    emit(o, "%s{%s} %" PRIu64 "\n%s{%s} %" PRIu64 "\n", name, label_a, a, name, label_b, b);
+}
+
 static void drops(struct out *o, const char *name, const char *help,
                   const struct rd_envelope_drops *d)
 {
@@ -231,17 +239,11 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
     emit(&o, "ringd_ring_last_moved_ratio ");
     number(&o, s->ring_last_moved);
     emit(&o, "\n");
-    family(&o, "ringd_gossip_packets_total", "counter", "Gossip datagrams, by direction.");
-    emit(&o,
-         "ringd_gossip_packets_total{direction=\"in\"} %" PRIu64
-         "\nringd_gossip_packets_total{direction=\"out\"} %" PRIu64 "\n",
-         s->packets_in, s->packets_out);
-    family(&o, "ringd_gossip_bytes_total", "counter",
-           "Gossip datagram bytes on the wire, by direction.");
-    emit(&o,
-         "ringd_gossip_bytes_total{direction=\"in\"} %" PRIu64
-         "\nringd_gossip_bytes_total{direction=\"out\"} %" PRIu64 "\n",
-         s->bytes_in, s->bytes_out);
+    const struct rd_swim_stats *w = &s->swim;
+    two(&o, "ringd_gossip_packets_total", "Gossip datagrams, by direction.", "direction=\"in\"",
+        w->packets_in, "direction=\"out\"", w->packets_out);
+    two(&o, "ringd_gossip_bytes_total", "Gossip datagram bytes on the wire, by direction.",
+        "direction=\"in\"", s->bytes_in, "direction=\"out\"", s->bytes_out);
     one(&o, "ringd_gossip_packets_malformed_total", "counter",
         "Datagrams dropped because they did not decode.", s->packets_malformed);
     drops(&o, "ringd_gossip_packets_dropped_total",
@@ -249,44 +251,36 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
     one(&o, "ringd_gossip_packets_plain_accepted_total", "counter",
         "Plain datagrams let in while keyed (gossip-verify-incoming off).",
         s->packets_dropped.plain_accepted);
-    family(&o, "ringd_probes_total", "counter", "Direct probes sent, by result.");
-    emit(&o,
-         "ringd_probes_total{result=\"ok\"} %" PRIu64
-         "\nringd_probes_total{result=\"failed\"} %" PRIu64 "\n",
-         s->probes >= s->probes_failed ? s->probes - s->probes_failed : 0, s->probes_failed);
+    two(&o, "ringd_probes_total", "Direct probes sent, by result.", "result=\"ok\"",
+        w->probes >= w->probes_failed ? w->probes - w->probes_failed : 0, "result=\"failed\"",
+        w->probes_failed);
     one(&o, "ringd_indirect_probes_total", "counter", "Indirect probes asked of other members.",
-        s->indirect_probes);
+        w->indirect_probes);
     one(&o, "ringd_suspicions_total", "counter", "Members this agent saw turn suspect.",
         s->suspicions);
     one(&o, "ringd_refutes_total", "counter", "Times this agent refuted a suspicion of itself.",
-        s->refutes);
+        w->refutes);
     family(&o, "ringd_syncs_total", "counter", "Full-state syncs, by direction and result.");
     emit(&o,
          "ringd_syncs_total{direction=\"in\",result=\"ok\"} %" PRIu64
          "\nringd_syncs_total{direction=\"out\",result=\"ok\"} %" PRIu64
          "\nringd_syncs_total{direction=\"out\",result=\"failed\"} %" PRIu64 "\n",
-         s->syncs_in, s->syncs_out, s->syncs_failed);
-    family(&o, "ringd_syncs_refused_total", "counter",
-           "Incoming syncs refused at accept, by reason.");
-    emit(&o,
-         "ringd_syncs_refused_total{reason=\"source\"} %" PRIu64
-         "\nringd_syncs_refused_total{reason=\"full\"} %" PRIu64 "\n",
-         s->syncs_refused_source, s->syncs_refused_full);
-    family(&o, "ringd_syncs_timed_out_total", "counter", "Incoming syncs cut off, by phase.");
-    emit(&o,
-         "ringd_syncs_timed_out_total{phase=\"header\"} %" PRIu64
-         "\nringd_syncs_timed_out_total{phase=\"frame\"} %" PRIu64 "\n",
-         s->syncs_timed_out_header, s->syncs_timed_out_frame);
+         w->syncs_in, w->syncs_out, w->syncs_failed);
+    const struct rd_sync_stats *y = &s->sync;
+    two(&o, "ringd_syncs_refused_total", "Incoming syncs refused at accept, by reason.",
+        "reason=\"source\"", y->refused_source, "reason=\"full\"", y->refused_full);
+    two(&o, "ringd_syncs_timed_out_total", "Incoming syncs cut off, by phase.", "phase=\"header\"",
+        y->timed_out_header, "phase=\"frame\"", y->timed_out_frame);
     one(&o, "ringd_syncs_malformed_total", "counter", "Sync frames dropped undecoded.",
-        s->syncs_malformed);
+        y->malformed);
     one(&o, "ringd_syncs_oversize_total", "counter",
-        "Sync frames refused for the length they announced.", s->syncs_oversize);
+        "Sync frames refused for the length they announced.", y->oversize);
     drops(&o, "ringd_syncs_dropped_total", "Sync frames refused by the encryption rule, by reason.",
           &s->syncs_dropped);
     one(&o, "ringd_local_health", "gauge",
         "Lifeguard local health score: 0 is healthy, timeouts stretch by score+1.", s->health);
     one(&o, "ringd_events_dropped_total", "counter",
-        "Membership events lost because the queue was full.", s->events_dropped);
+        "Membership events lost because the queue was full.", w->events_dropped);
     family(&o, "ringd_queries_total", "counter", "Query socket commands, by command.");
     for (size_t i = 0; i < s->ncommands; i++) {
         emit(&o, "ringd_queries_total{command=\"");

@@ -16,6 +16,8 @@
 
 #include "addr.h"
 #include "envelope.h"
+#include "swim.h"
+#include "sync.h"
 
 /** Upper bounds (seconds) of the ring rebuild duration histogram; +Inf is implied. */
 #define RD_METRICS_REBUILD_BUCKETS 10
@@ -51,18 +53,14 @@ struct rd_metrics_sample {
     uint64_t ring_points, ring_members, ring_version, ring_checksum;
     uint64_t ring_rebuilds; /**< rebuilds computed, whether or not placement changed */
     struct rd_metrics_histogram rebuild_seconds;
-    double ring_last_moved; /**< fraction of the key space the last change moved */
-    uint64_t packets_in, packets_out, bytes_in, bytes_out;
+    double ring_last_moved;    /**< fraction of the key space the last change moved */
+    struct rd_swim_stats swim; /**< the core's counters (packets, probes, syncs, ...) */
+    struct rd_sync_stats sync; /**< sync.c's: connections refused and cut, frames dropped */
+    uint64_t bytes_in, bytes_out;
     uint64_t packets_malformed;
     struct rd_envelope_drops packets_dropped, syncs_dropped;
-    uint64_t probes, probes_failed, indirect_probes;
     uint64_t suspicions; /**< members this agent saw turn suspect */
-    uint64_t refutes;
-    uint64_t syncs_in, syncs_out, syncs_failed;
-    uint64_t syncs_malformed, syncs_oversize, syncs_refused_source, syncs_refused_full;
-    uint64_t syncs_timed_out_header, syncs_timed_out_frame;
     uint32_t health;
-    uint64_t events_dropped;
     size_t ncommands;
     const char *command_names[RD_METRICS_COMMANDS_MAX];
     uint64_t command_counts[RD_METRICS_COMMANDS_MAX];

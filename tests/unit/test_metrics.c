@@ -30,16 +30,17 @@ static struct rd_metrics_sample sample(void)
                                   .ring_checksum = 0xab,
                                   .ring_rebuilds = 5,
                                   .ring_last_moved = 0.25,
-                                  .packets_in = 10,
-                                  .packets_out = 11,
+                                  .swim = {.packets_in = 10,
+                                           .packets_out = 11,
+                                           .probes = 9,
+                                           .probes_failed = 2,
+                                           .syncs_in = 7,
+                                           .syncs_out = 8,
+                                           .syncs_failed = 1},
+                                  .sync = {.timed_out_header = 3},
                                   .bytes_in = 1000,
                                   .bytes_out = 1100,
-                                  .probes = 9,
-                                  .probes_failed = 2,
                                   .suspicions = 6,
-                                  .syncs_in = 7,
-                                  .syncs_out = 8,
-                                  .syncs_failed = 1,
                                   .health = 2,
                                   .ncommands = 2,
                                   .command_names = {"OWNER", "unknown"},
@@ -88,6 +89,8 @@ static void test_metrics_sample_lines(void **state)
     has_line(text, "ringd_probes_total{result=\"failed\"} 2");
     has_line(text, "ringd_suspicions_total 6");
     has_line(text, "ringd_syncs_total{direction=\"out\",result=\"failed\"} 1");
+    has_line(text, "ringd_syncs_timed_out_total{phase=\"header\"} 3");
+    has_line(text, "ringd_gossip_packets_total{direction=\"in\"} 10");
     has_line(text, "ringd_local_health 2");
     has_line(text, "ringd_queries_total{command=\"OWNER\"} 40");
     has_line(text, "ringd_queries_total{command=\"unknown\"} 1");
