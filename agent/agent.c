@@ -937,6 +937,7 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
          switch_on(in->gossip_verify_incoming) != switch_on(next->gossip_verify_incoming)},
         {"gossip-verify-outgoing",
          switch_on(in->gossip_verify_outgoing) != switch_on(next->gossip_verify_outgoing)},
+        {"metrics-addr", strcmp(in->metrics_text, next->metrics_text) != 0},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (opts[i].differs) list_add(out, cap, opts[i].name);

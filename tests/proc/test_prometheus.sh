@@ -169,5 +169,17 @@ check "no suspicion during the abuse ($susp_before -> $susp_after)" [ "$susp_bef
 check "the endpoint counted the connections it cut" \
   sh -c "curl -s http://127.0.0.1:$M0/metrics | awk '/^ringd_metrics_connections_cut_off_total/ {exit !(\$2 >= 1)}'"
 
+# --- a reload cannot move the endpoint: SIGHUP names it as needing a restart
+printf 'metrics-addr = 127.0.0.1:%s\n' $((M0 + 3)) >"$DIR/a3.conf"
+start a3 $((PORT0 + 3)) $flags --config "$DIR/a3.conf" --join "127.0.0.1:$PORT0" || exit 1
+check "a3 serves on the address its config file gives" \
+  sh -c "curl -s http://127.0.0.1:$((M0 + 3))/metrics | grep -q '^ringd_ready'"
+printf 'metrics-addr = 127.0.0.1:%s\n' $((M0 + 4)) >"$DIR/a3.conf"
+kill -HUP "$(pid_of a3)"
+wait_for 5 grep -q 'msg="reloaded"' "$DIR/a3.log" >/dev/null
+check "SIGHUP with another metrics-addr: needs_restart=metrics-addr, still served where it was" \
+  sh -c "grep 'msg=\"reloaded\"' '$DIR/a3.log' | grep -q 'needs_restart=metrics-addr' &&
+         curl -s http://127.0.0.1:$((M0 + 3))/metrics | grep -q '^ringd_ready'"
+
 no_sanitizer_reports
 finish
