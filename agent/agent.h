@@ -23,7 +23,8 @@
  *                    which seal and open through proto/envelope.c; agent.c changes
  *                    them at run time (KEYRING commands, SIGHUP)
  *     └─► metrics.c  the Prometheus text of a sample the loop copies out, and the
- *                    --metrics-addr HTTP endpoint (libmicrohttpd, on a thread of its own)
+ *                    --metrics-addr HTTP endpoint (on a thread of its own; its HTTP
+ *                    parser is proto/http.c)
  * Planned next, its own file beside these: dns.c (seeds resolved by DNS without blocking
  * the loop); the socket's pub/sub stays in query.c.
  *

@@ -4,27 +4,33 @@
  * The formatter is a pure function of a sample, so its text is checked line by line in a
  * unit test and by promtool on a real agent's output.
  *
- * The HTTP side is libmicrohttpd, run by one thread of its own that never sees the agent:
- * the loop formats a sample on a timer and publishes the text under a mutex held for one
- * memcpy, and the thread copies it out under the same mutex for each scrape. So nothing a
- * scraper does (or fails to do) can delay gossip, and the loop never waits on a socket.
- * Driving MHD from the libuv loop instead (external select with uv_poll) would share one
- * thread with gossip, and the mutex costs nothing at one scrape a second. The thread
- * drives MHD itself (MHD_run_wait, epoll) rather than letting MHD own a thread, because
- * MHD's connection timeout is an idle timeout, and a client trickling one byte a second
- * is never idle: between two runs this thread shuts down every connection older than
- * RD_METRICS_DEADLINE_MS, which it may do safely because MHD's notify callbacks, the only
- * writers of that list, run on this same thread. The connection and per-IP limits and
- * the per-connection memory bound (which caps a request's size) are MHD's own.
+ * The HTTP side is written here, on purpose: the endpoint must be in the static ringd that
+ * ships (the .deb, the OCI image), and Debian's libmicrohttpd.a is built with TLS, which
+ * pulls in libgnutls and libp11-kit, of which Debian ships no static archive. What a
+ * scraper needs is one GET per connection, so the server is small and bounded, and the
+ * HTTP it understands is proto/http.c's, a sans-I/O parser fuzzed on its own.
+ *
+ * It runs on one thread of its own that never sees the agent: the loop formats a sample
+ * on a timer and publishes the text under a mutex held for one memcpy, and the thread
+ * copies it out under the same mutex when a request completes. So nothing a scraper does
+ * (or fails to do) can delay gossip, and the loop never waits on a socket; the mutex costs
+ * nothing at one scrape a second. The thread polls the listening socket, a wake-up pipe
+ * (rd_metrics_stop) and at most RD_METRICS_MAX_CONNS non-blocking connections, at most
+ * RD_METRICS_MAX_PER_IP from one address; a connection over either limit is accepted and
+ * closed at once. Each connection lives at most RD_METRICS_DEADLINE_MS from its accept,
+ * busy or not, so a client trickling its headers or never reading its answer is cut
+ * (counted); its memory is its request (RD_METRICS_REQUEST_MAX) and a copy of one answer.
+ * One request per connection (Connection: close): no keep-alive state to bound, and
+ * Prometheus opens one connection a scrape anyway if told to close.
  */
 #include "metrics.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#ifdef RD_METRICS_HTTP
-#include <microhttpd.h>
-#endif
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "rd_err.h"
 
 const double rd_metrics_rebuild_bounds[RD_METRICS_REBUILD_BUCKETS] = {
@@ -298,30 +305,44 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
         s->http_requests);
     one(&o, "ringd_metrics_connections_cut_off_total", "counter",
         "Metrics endpoint connections cut at their deadline.", s->http_cut_off);
+    one(&o, "ringd_metrics_requests_refused_total", "counter",
+        "Requests the metrics endpoint answered with an error status.", s->http_errors);
+    one(&o, "ringd_metrics_connections_refused_total", "counter",
+        "Metrics endpoint connections closed at accept, over a connection limit.", s->http_refused);
     process(&o, &s->process);
     return o.len;
 }
 
 /* ------------------------------------------------------------ the HTTP server */
-#ifdef RD_METRICS_HTTP
 
-/* One open connection, on the server thread's list (its notify callbacks keep it). */
+/* One accepted connection. It reads one request into `in`, answers it from `out`, then
+ * waits (briefly) for the client to close: closing with unread bytes in our receive queue
+ * would send a reset that can destroy the response before the client read it. */
+enum phase { READING, WRITING, LINGERING };
+
 struct hconn {
-    struct hconn *prev, *next;
     int fd;
-    uint64_t opened_ms;
-    bool cut;
+    enum phase phase;
+    uint64_t deadline_ms; /* accepted + RD_METRICS_DEADLINE_MS, whatever the phase */
+    uint64_t linger_ms;   /* LINGERING: closed at this time if the client has not closed */
+    struct sockaddr_storage peer;
+    struct rd_http_parser parser;
+    size_t in_len;
+    char in[RD_METRICS_REQUEST_MAX];
+    char *out; /* head and body, a copy made when the request completed */
+    size_t out_len, out_sent;
 };
 
 struct rd_metrics_server {
-    struct MHD_Daemon *mhd;
     pthread_t thread;
     pthread_mutex_t lock; /* guards text, len and the counts below */
     char *text;
     size_t len;
-    uint64_t requests, cut_off;
-    volatile int stop;   /* set by rd_metrics_stop, read by the thread under `lock` */
-    struct hconn *conns; /* the thread's own: no lock */
+    uint64_t requests, cut_off, errors, refused;
+    int listen_fd;
+    uint64_t accept_after_ms;                  /* accept paused until then: descriptors ran out */
+    int wake[2];                               /* rd_metrics_stop writes a byte to wake[1] */
+    struct hconn *conns[RD_METRICS_MAX_CONNS]; /* the thread's own: no lock */
 };
 
 static uint64_t mono_ms(void)
@@ -331,102 +352,188 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *body,
-                             enum MHD_ResponseMemoryMode mode, size_t len, const char *type)
+static void count(struct rd_metrics_server *m, uint64_t *counter)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mode);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, "Allow", "GET");
-    enum MHD_Result rc = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_size, void **req)
-{
-    struct rd_metrics_server *m = cls;
-    static const char text_type[] = "text/plain; charset=utf-8";
-    if (*upload_size) {
-        *upload_size = 0; /* a body is read and ignored: only GET is served */
-        return MHD_YES;
-    }
-    if (strcmp(url, "/metrics") != 0) {
-        static const char body[] = "404 not found: only /metrics is served\n";
-        return reply(c, MHD_HTTP_NOT_FOUND, body, MHD_RESPMEM_PERSISTENT, sizeof body - 1,
-                     text_type);
-    }
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
-        static const char body[] = "405 method not allowed: GET /metrics\n";
-        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, body, MHD_RESPMEM_PERSISTENT, sizeof body - 1,
-                     text_type);
-    }
     pthread_mutex_lock(&m->lock);
-    m->requests++;
-    enum MHD_Result rc = reply(c, MHD_HTTP_OK, m->text ? m->text : "", MHD_RESPMEM_MUST_COPY,
-                               m->text ? m->len : 0, "text/plain; version=0.0.4; charset=utf-8");
+    (*counter)++;
     pthread_mutex_unlock(&m->lock);
-    return rc;
 }
 
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
-    struct rd_metrics_server *m = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        struct hconn *h = calloc(1, sizeof *h);
-        if (!h || !ci) {
-            free(h);
-            *socket_context = NULL;
+    if (a->ss_family != b->ss_family) return false;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+    return false;
+}
+
+static void drop(struct rd_metrics_server *m, size_t slot)
+{
+    struct hconn *c = m->conns[slot];
+    close(c->fd);
+    free(c->out);
+    free(c);
+    m->conns[slot] = NULL;
+}
+
+/* Takes every pending connection; one over a limit is closed at once and counted. */
+static void accept_all(struct rd_metrics_server *m, uint64_t now)
+{
+    for (;;) {
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof peer;
+        int fd =
+            accept4(m->listen_fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            /* out of descriptors (or memory): the listener stays readable, so rest a while
+             * rather than spin; EAGAIN and the rest: nothing more to take now */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                m->accept_after_ms = now + RD_METRICS_ACCEPT_PAUSE_MS;
             return;
         }
-        h->fd = ci->connect_fd;
-        h->opened_ms = mono_ms();
-        h->next = m->conns;
-        if (m->conns) m->conns->prev = h;
-        m->conns = h;
-        *socket_context = h;
-    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
-        struct hconn *h = *socket_context;
-        if (h->prev)
-            h->prev->next = h->next;
-        else
-            m->conns = h->next;
-        if (h->next) h->next->prev = h->prev;
-        free(h);
-        *socket_context = NULL;
+        size_t free_slot = RD_METRICS_MAX_CONNS, from_peer = 0;
+        for (size_t i = 0; i < RD_METRICS_MAX_CONNS; i++) {
+            if (!m->conns[i])
+                free_slot = free_slot < i ? free_slot : i;
+            else if (same_host(&m->conns[i]->peer, &peer))
+                from_peer++;
+        }
+        struct hconn *c = NULL;
+        if (free_slot < RD_METRICS_MAX_CONNS && from_peer < RD_METRICS_MAX_PER_IP)
+            c = malloc(sizeof *c);
+        if (!c) {
+            close(fd);
+            count(m, &m->refused);
+            continue;
+        }
+        *c = (struct hconn){
+            .fd = fd, .phase = READING, .deadline_ms = now + RD_METRICS_DEADLINE_MS, .peer = peer};
+        rd_http_parser_init(&c->parser);
+        m->conns[free_slot] = c;
     }
 }
 
-/* Shuts down (not closes: MHD owns the descriptor) every connection past its deadline;
- * MHD sees the end of the stream at its next run and closes it. */
-static void cut_late(struct rd_metrics_server *m)
+/* Builds the answer to a complete (or refused) request: the published text for GET and
+ * HEAD /metrics, a one-line body otherwise. Returns false when out of memory. */
+static bool answer(struct rd_metrics_server *m, struct hconn *c, int rc)
 {
-    uint64_t now = mono_ms();
-    for (struct hconn *h = m->conns; h; h = h->next) {
-        if (h->cut || now - h->opened_ms < RD_METRICS_DEADLINE_MS) continue;
-        h->cut = true;
-        shutdown(h->fd, SHUT_RDWR);
-        pthread_mutex_lock(&m->lock);
-        m->cut_off++;
-        pthread_mutex_unlock(&m->lock);
+    static const char text_type[] = "text/plain; charset=utf-8";
+    static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
+    char head[256], body[128];
+    const struct rd_http_request *r = &c->parser.req;
+    int status = rc == 0 ? 200 : c->parser.status;
+    if (status == 200 && (r->path_len != 8 || memcmp(c->in + r->path_off, "/metrics", 8) != 0))
+        status = 404;
+    if (status != 200) {
+        int n = snprintf(body, sizeof body, "%d %s: %s\n", status, rd_http_status_text(status),
+                         status == 404 ? "only /metrics is served" : c->parser.reason);
+        size_t blen = n > 0 && (size_t)n < sizeof body ? (size_t)n : 0;
+        size_t hlen = rd_http_response_head(head, sizeof head, status, text_type, blen);
+        bool head_only = rc == 0 && r->method == RD_HTTP_HEAD;
+        c->out_len = hlen + (head_only ? 0 : blen);
+        if (!(c->out = malloc(c->out_len))) return false;
+        memcpy(c->out, head, hlen);
+        memcpy(c->out + hlen, body, c->out_len - hlen);
+        count(m, &m->errors);
+        return true;
     }
+    pthread_mutex_lock(&m->lock);
+    size_t len = m->text ? m->len : 0;
+    size_t hlen = rd_http_response_head(head, sizeof head, 200, metrics_type, len);
+    c->out_len = hlen + (r->method == RD_HTTP_HEAD ? 0 : len);
+    if ((c->out = malloc(c->out_len))) {
+        memcpy(c->out, head, hlen);
+        if (c->out_len > hlen) memcpy(c->out + hlen, m->text, len);
+        m->requests++;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return c->out != NULL;
+}
+
+/* Sends what the socket takes; returns false when the connection is done for. */
+static bool send_some(struct hconn *c, uint64_t now)
+{
+    while (c->out_sent < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent, MSG_NOSIGNAL);
+        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+        c->out_sent += (size_t)n;
+    }
+    free(c->out);
+    c->out = NULL;
+    shutdown(c->fd, SHUT_WR);
+    c->phase = LINGERING;
+    c->linger_ms = now + RD_METRICS_LINGER_MS;
+    return true;
+}
+
+/* The socket is readable (or writable, when WRITING). Returns false to close it. */
+static bool serve_conn(struct rd_metrics_server *m, struct hconn *c, uint64_t now)
+{
+    if (c->phase == WRITING) return send_some(c, now);
+    if (c->phase == LINGERING) {
+        char sink[512];
+        ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+        return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+    }
+    /* the parser ends a request at RD_HTTP_REQUEST_MAX bytes, so `in` never fills up */
+    ssize_t n = recv(c->fd, c->in + c->in_len, sizeof c->in - c->in_len, 0);
+    if (n == 0) return false;
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    c->in_len += (size_t)n;
+    int rc = rd_http_parse(&c->parser, c->in, c->in_len);
+    if (rc == RD_EAGAIN) return true;
+    if (!answer(m, c, rc)) return false;
+    c->phase = WRITING;
+    return send_some(c, now);
 }
 
 static void *serve(void *arg)
 {
     struct rd_metrics_server *m = arg;
+    struct pollfd pfd[2 + RD_METRICS_MAX_CONNS];
+    size_t slot_of[2 + RD_METRICS_MAX_CONNS];
     for (;;) {
-        pthread_mutex_lock(&m->lock);
-        int stop = m->stop;
-        pthread_mutex_unlock(&m->lock);
-        if (stop) break;
-        MHD_run_wait(m->mhd, RD_METRICS_WAKE_MS);
-        cut_late(m);
+        uint64_t now = mono_ms();
+        int timeout = -1;
+        nfds_t n = 0;
+        pfd[n++] = (struct pollfd){.fd = m->wake[0], .events = POLLIN};
+        bool paused = now < m->accept_after_ms;
+        pfd[n++] = (struct pollfd){.fd = paused ? -1 : m->listen_fd, .events = POLLIN};
+        if (paused) timeout = (int)(m->accept_after_ms - now);
+        for (size_t i = 0; i < RD_METRICS_MAX_CONNS; i++) {
+            struct hconn *c = m->conns[i];
+            if (!c) continue;
+            uint64_t until = c->phase == LINGERING && c->linger_ms < c->deadline_ms
+                                 ? c->linger_ms
+                                 : c->deadline_ms;
+            int wait = until > now ? (int)(until - now) : 0;
+            if (timeout < 0 || wait < timeout) timeout = wait;
+            slot_of[n] = i;
+            pfd[n++] =
+                (struct pollfd){.fd = c->fd, .events = c->phase == WRITING ? POLLOUT : POLLIN};
+        }
+        if (poll(pfd, n, timeout) < 0 && errno != EINTR) break;
+        if (pfd[0].revents) break; /* rd_metrics_stop */
+        now = mono_ms();
+        for (nfds_t k = 2; k < n; k++) {
+            size_t i = slot_of[k];
+            if (pfd[k].revents && !serve_conn(m, m->conns[i], now)) drop(m, i);
+        }
+        for (size_t i = 0; i < RD_METRICS_MAX_CONNS; i++) {
+            struct hconn *c = m->conns[i];
+            if (!c) continue;
+            if (c->phase == LINGERING && now >= c->linger_ms) {
+                drop(m, i);
+            } else if (now >= c->deadline_ms) {
+                if (c->phase != LINGERING) count(m, &m->cut_off);
+                drop(m, i);
+            }
+        }
+        if (pfd[1].revents) accept_all(m, now);
     }
     return NULL;
 }
@@ -436,36 +543,36 @@ int rd_metrics_start(const struct rd_addr *addr, struct rd_metrics_server **out,
 {
     struct rd_metrics_server *m = calloc(1, sizeof *m);
     if (!m) return RD_ENOMEM;
-    pthread_mutex_init(&m->lock, NULL);
+    m->listen_fd = m->wake[0] = m->wake[1] = -1;
     struct sockaddr_storage ss;
-    rd_addr_to_sockaddr(addr, &ss);
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_SUPPRESS_DATE_NO_CLOCK;
-    if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
-    m->mhd = MHD_start_daemon(flags, addr->port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
-                              (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-                              (unsigned)RD_METRICS_MAX_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                              (unsigned)RD_METRICS_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
-                              (unsigned)RD_METRICS_IDLE_TIMEOUT_S,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)RD_METRICS_REQUEST_MAX,
-                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, m, MHD_OPTION_END);
+    socklen_t sslen = rd_addr_to_sockaddr(addr, &ss);
     char where[RD_ADDR_STRLEN];
-    if (!m->mhd) {
-        snprintf(err, errlen, "--metrics-addr %s: cannot listen: %s",
-                 rd_addr_format(addr, where, sizeof where), strerror(errno));
-        pthread_mutex_destroy(&m->lock);
-        free(m);
-        return RD_EIO;
-    }
+    const char *what = "cannot listen";
+    int one = 1;
+    if (pipe2(m->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
+        (m->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0 ||
+        setsockopt(m->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(m->listen_fd, (struct sockaddr *)&ss, sslen) != 0 ||
+        listen(m->listen_fd, RD_METRICS_BACKLOG) != 0)
+        goto fail;
+    pthread_mutex_init(&m->lock, NULL);
     int rc = pthread_create(&m->thread, NULL, serve, m);
     if (rc != 0) {
-        snprintf(err, errlen, "metrics thread: %s", strerror(rc));
-        MHD_stop_daemon(m->mhd);
         pthread_mutex_destroy(&m->lock);
-        free(m);
-        return RD_EIO;
+        errno = rc;
+        what = "cannot start its thread";
+        goto fail;
     }
     *out = m;
     return 0;
+fail:
+    snprintf(err, errlen, "--metrics-addr %s: %s: %s", rd_addr_format(addr, where, sizeof where),
+             what, strerror(errno));
+    if (m->listen_fd >= 0) close(m->listen_fd);
+    if (m->wake[0] >= 0) close(m->wake[0]);
+    if (m->wake[1] >= 0) close(m->wake[1]);
+    free(m);
+    return RD_EIO;
 }
 
 int rd_metrics_publish(struct rd_metrics_server *m, const char *text, size_t len)
@@ -489,41 +596,24 @@ void rd_metrics_server_counts(struct rd_metrics_server *m, struct rd_metrics_sam
     pthread_mutex_lock(&m->lock);
     s->http_requests = m->requests;
     s->http_cut_off = m->cut_off;
+    s->http_errors = m->errors;
+    s->http_refused = m->refused;
     pthread_mutex_unlock(&m->lock);
 }
 
 void rd_metrics_stop(struct rd_metrics_server *m)
 {
     if (!m) return;
-    pthread_mutex_lock(&m->lock);
-    m->stop = 1;
-    pthread_mutex_unlock(&m->lock);
-    pthread_join(m->thread, NULL); /* it wakes within RD_METRICS_WAKE_MS */
-    MHD_stop_daemon(m->mhd);       /* closes the rest; their notify callbacks free the list */
+    char byte = 1;
+    while (write(m->wake[1], &byte, 1) < 0 && errno == EINTR) {
+    }
+    pthread_join(m->thread, NULL); /* it wakes on the pipe at once */
+    for (size_t i = 0; i < RD_METRICS_MAX_CONNS; i++)
+        if (m->conns[i]) drop(m, i);
+    close(m->listen_fd);
+    close(m->wake[0]);
+    close(m->wake[1]);
     pthread_mutex_destroy(&m->lock);
     free(m->text);
     free(m);
 }
-
-#else /* built without libmicrohttpd (a static ringd: see CMakeLists.txt) */
-
-int rd_metrics_start(const struct rd_addr *addr, struct rd_metrics_server **out, char *err,
-                     size_t errlen)
-{
-    snprintf(err, errlen,
-             "--metrics-addr: this ringd was built without the HTTP endpoint (a static build); "
-             "use `ringd metrics` with node_exporter's textfile collector, or a build with "
-             "-DRINGD_STATIC=OFF");
-    return RD_EINVAL;
-}
-
-int rd_metrics_publish(struct rd_metrics_server *m, const char *text, size_t len)
-{
-    return RD_EINVAL;
-}
-
-void rd_metrics_server_counts(struct rd_metrics_server *m, struct rd_metrics_sample *s) {}
-
-void rd_metrics_stop(struct rd_metrics_server *m) {}
-
-#endif

@@ -16,6 +16,7 @@
 
 #include "addr.h"
 #include "envelope.h"
+#include "http.h"
 #include "swim.h"
 #include "sync.h"
 
@@ -66,6 +67,8 @@ struct rd_metrics_sample {
     uint64_t command_counts[RD_METRICS_COMMANDS_MAX];
     uint64_t connections, watchers, connections_rejected, connections_cut_off;
     uint64_t http_requests, http_cut_off; /**< the endpoint's own counts */
+    uint64_t http_errors;                 /**< requests answered with an error status (4xx, 5xx) */
+    uint64_t http_refused; /**< connections closed at accept, over a connection limit */
     struct rd_metrics_process process;
 };
 
@@ -79,19 +82,24 @@ void rd_metrics_read_process(struct rd_metrics_process *out);
  */
 size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t cap);
 
-/** Most HTTP connections at once (MHD refuses more at accept). */
+/** Most HTTP connections at once; one more is accepted and closed at once. */
 #define RD_METRICS_MAX_CONNS 32
 /** ... of them from one IP address. */
 #define RD_METRICS_MAX_PER_IP 4
-/** A connection idle this long is closed (seconds). */
-#define RD_METRICS_IDLE_TIMEOUT_S 5
 /** A connection is cut this long after it was accepted, busy or not: a client that
- *  trickles its headers a byte at a time does not keep a slot. */
+ *  trickles its headers a byte at a time, or never reads its answer, does not keep a slot.
+ *  (With one request per connection this is also the idle timeout.) */
 #define RD_METRICS_DEADLINE_MS 5000
 /** Memory for one connection's request (headers included); a longer request gets 431. */
-#define RD_METRICS_REQUEST_MAX 8192
-/** The server thread wakes at least this often to enforce the deadline and see a stop. */
-#define RD_METRICS_WAKE_MS 200
+#define RD_METRICS_REQUEST_MAX RD_HTTP_REQUEST_MAX
+/** After its answer, how long a connection waits for the client to close (within the
+ *  deadline): closing with unread request bytes would reset the answer away. */
+#define RD_METRICS_LINGER_MS 1000
+/** When accept fails for want of descriptors, the server stops accepting this long
+ *  (the listener would otherwise wake it again at once). */
+#define RD_METRICS_ACCEPT_PAUSE_MS 100
+/** Connections the kernel queues for the server thread to accept. */
+#define RD_METRICS_BACKLOG 64
 
 struct rd_metrics_server;
 
@@ -103,7 +111,7 @@ int rd_metrics_start(const struct rd_addr *addr, struct rd_metrics_server **out,
                      size_t errlen);
 /** Replaces the text the server answers with (copied). Any thread; never waits on I/O. */
 int rd_metrics_publish(struct rd_metrics_server *m, const char *text, size_t len);
-/** Adds the server's own counts (requests answered, connections cut) to `s`. */
+/** Adds the server's own counts (requests answered, refused, connections cut) to `s`. */
 void rd_metrics_server_counts(struct rd_metrics_server *m, struct rd_metrics_sample *s);
 /** Stops the thread, closes every connection, frees. NULL is fine. */
 void rd_metrics_stop(struct rd_metrics_server *m);

@@ -3,7 +3,7 @@
 # Idempotent and quiet: packages already present are not fetched again.
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev
-      libmicrohttpd-dev libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
+      libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
       netcat-openbsd serf clang libclang-rt-14-dev clang-format prometheus curl"
 missing=""
 for p in $pkgs; do

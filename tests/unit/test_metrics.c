@@ -46,7 +46,9 @@ static struct rd_metrics_sample sample(void)
                                   .command_names = {"OWNER", "unknown"},
                                   .command_counts = {40, 1},
                                   .connections = 3,
-                                  .watchers = 1};
+                                  .watchers = 1,
+                                  .http_errors = 13,
+                                  .http_refused = 14};
     s.packets_dropped.nokey = 12;
     return s;
 }
@@ -95,6 +97,8 @@ static void test_metrics_sample_lines(void **state)
     has_line(text, "ringd_queries_total{command=\"OWNER\"} 40");
     has_line(text, "ringd_queries_total{command=\"unknown\"} 1");
     has_line(text, "ringd_query_watchers 1");
+    has_line(text, "ringd_metrics_requests_refused_total 13");
+    has_line(text, "ringd_metrics_connections_refused_total 14");
     /* process_* only when /proc was read */
     assert_null(strstr(text, "process_"));
     free(text);
