@@ -4,7 +4,10 @@
 # Prometheus sums 9 alive members (3 agents x 3), the ring-disagreement alert stays quiet
 # while the agents agree and fires once one agent runs with another --vnodes. Then the
 # endpoint under abuse: a client trickling its headers a byte a second is cut off, and
-# idle connections from another address neither stop a scrape nor disturb gossip.
+# idle connections from another address neither stop a scrape nor disturb gossip; garbage,
+# a header too large and HTTP/2 get 400, 431 and 505; clients that never read their answers
+# lose their slots; with all 32 slots taken one more connection is closed at once, the 32
+# are cut at the deadline, and gossip notices nothing (tests/proc/http_abuse.py).
 # The alert is the real rule's expression, read from deploy/prometheus/ringd-rules.yml,
 # in a test copy whose `for:` is 3s instead of 1m so that the test stays short.
 set -u
@@ -42,6 +45,16 @@ check "the ring checksum label is INFO's ring_checksum" \
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"; }
 check "another path is 404" [ "$(code "http://127.0.0.1:$M0/")" = 404 ]
 check "POST is 405" [ "$(code -X POST -d x "http://127.0.0.1:$M0/metrics")" = 405 ]
+check "a 405 says Allow: GET, HEAD" \
+  sh -c "curl -s -i -X DELETE http://127.0.0.1:$M0/metrics | tr -d '\r' | grep -qx 'Allow: GET, HEAD'"
+curl -s -I --max-time 5 "http://127.0.0.1:$M0/metrics" | tr -d '\r' >"$DIR/head.txt"
+head_len=$(sed -n 's/^Content-Length: //p' "$DIR/head.txt")
+get_len=$(curl -s --max-time 5 -o /dev/null -w '%{size_download}' "http://127.0.0.1:$M0/metrics")
+check "HEAD is 200 with the headers alone ($head_len bytes announced, GET brings $get_len)" \
+  sh -c "grep -qx 'HTTP/1.1 200 OK' '$DIR/head.txt' && grep -qx 'Connection: close' '$DIR/head.txt' &&
+         grep -qx 'Content-Type: text/plain; version=0.0.4; charset=utf-8' '$DIR/head.txt' &&
+         [ -n '$head_len' ] && awk 'BEGIN {d = $head_len - $get_len; exit !(d < 200 && d > -200)}'"
+check "a query string is not part of the path" [ "$(code "http://127.0.0.1:$M0/metrics?x=1")" = 200 ]
 check "the promtool rule check passes on deploy/prometheus" promtool check rules "$RULES" >/dev/null
 
 # --- a real Prometheus
@@ -168,6 +181,42 @@ susp_after=$(grep -h '^ringd_suspicions_total' <(scrape "$M0") <(scrape $((M0 + 
 check "no suspicion during the abuse ($susp_before -> $susp_after)" [ "$susp_before" = "$susp_after" ]
 check "the endpoint counted the connections it cut" \
   sh -c "curl -s http://127.0.0.1:$M0/metrics | awk '/^ringd_metrics_connections_cut_off_total/ {exit !(\$2 >= 1)}'"
+
+# --- more abuse: bytes that are not HTTP, a header too large, clients that never read their
+# answers, and every slot taken at once; gossip must not notice any of it
+ABUSE="$(dirname "$0")/http_abuse.py"
+# the counters come from the text the loop publishes every second: read them settled
+counter() { scrape "$M0" | awk -v n="$1" '$1 == n {print $2}'; }
+sleep 1.2
+r0=$(counter ringd_metrics_requests_refused_total)
+check "binary garbage is answered 400" [ "$(python3 "$ABUSE" "$M0" garbage)" = "HTTP/1.1 400 Bad Request" ]
+check "a 9,000-byte header is answered 431" \
+  [ "$(python3 "$ABUSE" "$M0" oversize)" = "HTTP/1.1 431 Request Header Fields Too Large" ]
+check "HTTP/2.0 is answered 505" \
+  [ "$(python3 "$ABUSE" "$M0" http2)" = "HTTP/1.1 505 HTTP Version Not Supported" ]
+refused_3() { [ "$(counter ringd_metrics_requests_refused_total)" = $((r0 + 3)) ]; }
+check "the endpoint counted the 3 requests it refused (from $r0)" wait_for 3 refused_3
+susp_before=$(grep -h '^ringd_suspicions_total' <(scrape "$M0") <(scrape $((M0 + 1))) | awk '{s+=$2} END {print s}')
+read -r verdict _ secs < <(python3 "$ABUSE" "$M0" noread)
+check "a 5th connection from one address is closed at once ($verdict)" [ "$verdict" = refused ]
+check "4 clients that never read their answers lose their slots within 6 s (${secs} s)" \
+  sh -c "[ '$secs' != never ] && awk 'BEGIN {exit !($secs <= 6)}'"
+sleep 1.2
+cut_before=$(counter ringd_metrics_connections_cut_off_total)
+refused_before=$(counter ringd_metrics_connections_refused_total)
+read -r verdict _ secs < <(python3 "$ABUSE" "$M0" flood)
+check "with 32 connections open from 8 addresses a 33rd is closed at once ($verdict)" [ "$verdict" = refused ]
+check "the 32 idle connections are cut at their deadline: a scrape is served within 7 s (${secs} s)" \
+  sh -c "[ '$secs' != never ] && awk 'BEGIN {exit !($secs <= 7)}'"
+flood_counted() {
+  [ "$(counter ringd_metrics_connections_refused_total)" -gt "$refused_before" ] &&
+    [ "$(counter ringd_metrics_connections_cut_off_total)" -ge $((cut_before + 32)) ]
+}
+check "the flood was counted: connections refused (from $refused_before), 32 cut (from $cut_before)" \
+  wait_for 3 flood_counted
+susp_after=$(grep -h '^ringd_suspicions_total' <(scrape "$M0") <(scrape $((M0 + 1))) | awk '{s+=$2} END {print s}')
+check "no suspicion while the slots were taken ($susp_before -> $susp_after)" [ "$susp_before" = "$susp_after" ]
+check "every agent still sees three alive members" all_alive 3
 
 # --- a reload cannot move the endpoint: SIGHUP names it as needing a restart
 printf 'metrics-addr = 127.0.0.1:%s\n' $((M0 + 3)) >"$DIR/a3.conf"
