@@ -42,6 +42,7 @@
 #include "envelope.h"
 #include "hooks.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "query.h"
 #include "rand.h"
@@ -71,6 +72,9 @@
 #define RD_SNAPSHOT_SAVE_MS 2000
 /** SIGUSR1 logs at most this many members, one line each. */
 #define RD_DUMP_MEMBERS_MAX 512
+/** With --metrics-addr, the loop publishes fresh metrics this often (a scrape sees them at
+ *  most this old). */
+#define RD_METRICS_PUBLISH_MS 1000
 
 struct rd_agent {
     struct rd_agent_config cfg;
@@ -122,6 +126,14 @@ struct rd_agent {
     size_t njoin_addrs[RD_JOIN_MAX];
     struct rd_addr snap_seeds[RD_JOIN_MAX]; /* the snapshot's seeds, after --join's */
     size_t nsnap_seeds;
+    /* metrics: the counts only the agent sees, the endpoint, and the text buffer */
+    uint64_t rebuilds, suspicions, bytes_in, bytes_out;
+    struct rd_metrics_histogram rebuild_seconds;
+    double last_moved;
+    struct rd_metrics_server *metrics; /* NULL without --metrics-addr */
+    uv_timer_t metrics_timer;
+    char *metrics_buf;
+    size_t metrics_cap;
 };
 
 static uint64_t now_ms(void)
@@ -176,6 +188,7 @@ static bool in_ring(uint8_t status)
 
 static void rebuild_ring(struct rd_agent *a)
 {
+    uint64_t started_ns = uv_hrtime();
     size_t count = rd_swim_member_count(a->swim), n = 0;
     struct rd_ring_member *rm = malloc((count ? count : 1) * sizeof *rm);
     if (!rm) {
@@ -209,6 +222,8 @@ static void rebuild_ring(struct rd_agent *a)
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(rc)));
         return;
     }
+    a->rebuilds++;
+    rd_metrics_observe(&a->rebuild_seconds, (double)(uv_hrtime() - started_ns) / 1e9);
     if (a->ring && rd_ring_checksum(ring) == rd_ring_checksum(a->ring) &&
         rd_ring_member_count(ring) == rd_ring_member_count(a->ring)) {
         rd_ring_delete(ring); /* same placement: nothing moved, keep the old snapshot */
@@ -216,6 +231,7 @@ static void rebuild_ring(struct rd_agent *a)
     }
     struct rd_ring_diff d;
     if (rd_ring_diff(a->ring, ring, &d) < 0) d = (struct rd_ring_diff){.moved = -1};
+    if (d.moved >= 0) a->last_moved = d.moved;
     rd_ring_delete(a->ring);
     a->ring = ring;
     a->ring_version++;
@@ -382,7 +398,8 @@ static void flush(struct rd_agent *a)
         struct sockaddr_storage ss;
         rd_addr_to_sockaddr(&to, &ss);
         uv_buf_t b = uv_buf_init(a->tx_buf, (unsigned)len);
-        uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss); /* a full buffer is loss */
+        if (uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss) >= 0) /* else: loss */
+            a->bytes_out += len;
     }
     while (rd_swim_poll_sync(a->swim, &to))
         rd_sync_connect(a->sync, &to);
@@ -404,6 +421,8 @@ static void flush(struct rd_agent *a)
             continue;
         }
         log_event(a, &ev);
+        if (ev.member.status == RD_SUSPECT && (ev.is_new || ev.old_status != RD_SUSPECT))
+            a->suspicions++;
         snapshot_changed(a);
         if (in_ring(ev.member.status) != in_ring(ev.old_status) || ev.is_new) schedule_rebuild(a);
     }
@@ -513,6 +532,7 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
 {
     struct rd_agent *a = u->data;
     if (n <= 0 || !from) return;
+    a->bytes_in += (uint64_t)n;
     struct rd_packet pkt;
     const char *reason, *body = NULL;
     size_t len = 0;
@@ -960,6 +980,7 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
         {"rejoin", in->rejoin != next->rejoin},
         {"profile", in->profile != next->profile},
         {"dns-server", strcmp(in->dns_server, next->dns_server) != 0},
+        {"metrics-addr", strcmp(in->metrics_text, next->metrics_text) != 0},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (opts[i].differs) list_add(out, cap, opts[i].name);
@@ -1237,6 +1258,74 @@ static void seeds_resolve(uv_timer_t *t)
             join_failed(a, a->cfg.joins[i], why);
     }
     seeds_answered(a);
+/* The metrics text of this moment, in a->metrics_buf (grown as needed); NULL: no memory. */
+static const char *metrics_text(struct rd_agent *a, size_t *len)
+{
+    struct rd_metrics_sample *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    snprintf(s->version, sizeof s->version, "%s", RINGD_VERSION);
+    s->ready = agent_ready(a);
+    size_t counts[4];
+    rd_swim_counts(a->swim, counts);
+    for (size_t i = 0; i < 4; i++)
+        s->members[i] = counts[i];
+    s->ring_points = rd_ring_point_count(a->ring);
+    s->ring_members = rd_ring_member_count(a->ring);
+    s->ring_version = a->ring_version;
+    s->ring_checksum = rd_ring_checksum(a->ring);
+    s->ring_rebuilds = a->rebuilds;
+    s->rebuild_seconds = a->rebuild_seconds;
+    s->ring_last_moved = a->last_moved;
+    s->swim = *rd_swim_stats(a->swim);
+    rd_sync_stats(a->sync, &s->sync);
+    s->bytes_in = a->bytes_in;
+    s->bytes_out = a->bytes_out;
+    s->packets_malformed = a->malformed_packets;
+    s->packets_dropped = a->dropped;
+    s->syncs_dropped = rd_sync_dropped(a->sync);
+    s->suspicions = a->suspicions;
+    s->health = rd_swim_health(a->swim);
+    if (a->query) {
+        struct rd_query_stats qs;
+        size_t n = rd_query_stats(a->query, &qs);
+        s->ncommands = n < RD_METRICS_COMMANDS_MAX ? n : RD_METRICS_COMMANDS_MAX;
+        for (size_t i = 0; i < s->ncommands; i++)
+            s->command_names[i] = qs.names[i], s->command_counts[i] = qs.counts[i];
+        s->connections = qs.connections;
+        s->watchers = qs.watchers;
+        s->connections_rejected = qs.rejected;
+        s->connections_cut_off = qs.cut_off;
+    }
+    rd_metrics_server_counts(a->metrics, s);
+    rd_metrics_read_process(&s->process);
+    size_t need = rd_metrics_format(s, a->metrics_buf, a->metrics_cap);
+    if (need >= a->metrics_cap) {
+        char *grown = realloc(a->metrics_buf, need + 1);
+        if (!grown) {
+            free(s);
+            return NULL;
+        }
+        a->metrics_buf = grown;
+        a->metrics_cap = need + 1;
+        rd_metrics_format(s, a->metrics_buf, a->metrics_cap);
+    }
+    free(s);
+    *len = need;
+    return a->metrics_buf;
+}
+
+static const char *host_metrics(void *ctx, size_t *len)
+{
+    return metrics_text(ctx, len);
+}
+
+/* The endpoint serves what was published last: fresh numbers once a period. */
+static void on_metrics_timer(uv_timer_t *t)
+{
+    struct rd_agent *a = t->data;
+    size_t len;
+    const char *text = metrics_text(a, &len);
+    if (text) rd_metrics_publish(a->metrics, text, len);
 }
 
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
@@ -1434,6 +1523,7 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .join_default_port = RD_DEFAULT_PORT,
                                  .ready = host_ready,
                                  .dns = a->dns};
+                                 .metrics = host_metrics};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
                         &a->query, err, sizeof err);
     if (rc < 0) {
@@ -1506,12 +1596,39 @@ int rd_agent_run(const struct rd_agent_config *config)
         snprintf(status, sizeof status, "STATUS=joining through %zu seeds",
                  (size_t)a->cfg.njoins + nsnap);
         notify(a, status);
+    if (a->cfg.metrics_text[0]) {
+        if ((rc = rd_metrics_start(&a->cfg.metrics, &a->metrics, err, sizeof err)) < 0) {
+            rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
+            goto out;
+        }
+        uv_timer_init(a->loop, &a->metrics_timer);
+        a->metrics_timer.data = a;
+        uv_timer_start(&a->metrics_timer, on_metrics_timer, 0, RD_METRICS_PUBLISH_MS);
+        uv_unref((uv_handle_t *)&a->metrics_timer);
+        rd_logf(RD_LOG_INFO, "metrics served", RD_FSTR("addr", a->cfg.metrics_text),
+                RD_FSTR("path", "/metrics"));
+    }
+    size_t nseeds = 0;
+    for (int i = 0; i < a->cfg.njoins; i++) {
+        char why[128];
+        struct rd_addr *to = &seeds[nseeds];
+        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, to, why, sizeof why) < 0) {
+            rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
+                    RD_FSTR("error", why));
+            a->join_failures++;
+            snprintf(a->join_last_error, sizeof a->join_last_error, "%s: unresolvable: %s",
+                     a->cfg.joins[i], why);
+            continue;
+        }
+        rd_sync_add_seed(a->sync, to);
+        nseeds++;
     }
     flush(a);
     uv_run(a->loop, UV_RUN_DEFAULT);
     rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
+    rd_metrics_stop(a->metrics);
     if (a->query) rd_query_close(a->query);
     rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
     rd_sync_close(a->sync);
@@ -1525,6 +1642,7 @@ out:
     rd_ring_delete(a->ring);
     free(a->rx_members);
     rd_notify_close(a->notify);
+    free(a->metrics_buf);
     free(a);
     return rc;
 }

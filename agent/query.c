@@ -164,9 +164,10 @@ struct rd_query {
     size_t handles;      /* open handles (listener, flusher, connections) */
     struct qconn *dirty; /* connections with output to send this turn */
     size_t nconns, nwatchers;
-    size_t join_waiters;                          /* connections with join_waiting set */
-    uint64_t rejected;                            /* connections refused at RD_QUERY_MAX_CONNS */
-    uint64_t cut_off;                             /* connections closed for unread output */
+    size_t join_waiters; /* connections with join_waiting set */
+    uint64_t rejected;   /* connections refused at RD_QUERY_MAX_CONNS */
+    uint64_t cut_off;    /* connections closed for unread output */
+    uint64_t command_counts[RD_QUERY_COMMANDS_MAX + 1]; /* by row of commands[]; last: unknown */
     uint64_t accept_errors;                       /* failed accepts (EMFILE...), logged sparingly */
     uint64_t accept_logged_ms, refused_logged_ms; /* when each was last logged (0: never) */
     size_t max_conns;                             /* RD_QUERY_MAX_CONNS within the fd limit */
@@ -709,6 +710,22 @@ static void cmd_leave(struct qconn *c, const struct rd_resp_request *r)
     c->leave_at = c->written + conn_backlog(c);
 }
 
+/* METRICS: the Prometheus text the host formats (the same as --metrics-addr serves). */
+static void cmd_metrics(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc > 1) {
+        reply_wrong_arity(c, "metrics");
+        return;
+    }
+    size_t len = 0;
+    const char *text = c->q->host.metrics(c->q->host.ctx, &len);
+    if (!text) {
+        reply_error(c, "ERR out of memory");
+        return;
+    }
+    conn_rc(c, rd_resp_write_bulk(&c->pend, text, len));
+}
+
 static void cmd_quit(struct qconn *c, const struct rd_resp_request *r)
 {
     conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
@@ -920,11 +937,40 @@ static const struct command commands[] = {
     {"LEAVE", cmd_leave, true},      {"QUIT", cmd_quit, false},
     {"KEYRING", cmd_keyring, false}, {"TAGS", cmd_tags, false},
     {"WEIGHT", cmd_weight, true},    {"FORCE-LEAVE", cmd_force_leave, true},
+    {"METRICS", cmd_metrics, false},
 };
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+_Static_assert(NCOMMANDS <= RD_QUERY_COMMANDS_MAX, "raise RD_QUERY_COMMANDS_MAX");
+
+/* Counts the request under its command's row, or under "unknown". */
+static void count_command(struct rd_query *q, const struct rd_resp_request *r)
+{
+    size_t i = 0;
+    while (i < NCOMMANDS && !arg_is(&r->argv[0], commands[i].name))
+        i++;
+    q->command_counts[i < NCOMMANDS ? i : RD_QUERY_COMMANDS_MAX]++;
+}
+
+size_t rd_query_stats(const struct rd_query *q, struct rd_query_stats *out)
+{
+    *out = (struct rd_query_stats){.connections = q->nconns,
+                                   .watchers = q->nwatchers,
+                                   .rejected = q->rejected,
+                                   .cut_off = q->cut_off};
+    size_t n = 0;
+    for (; n < NCOMMANDS; n++) {
+        out->names[n] = commands[n].name;
+        out->counts[n] = q->command_counts[n];
+    }
+    out->names[n] = "unknown";
+    out->counts[n++] = q->command_counts[RD_QUERY_COMMANDS_MAX];
+    return n;
+}
 
 static void dispatch(struct qconn *c, const struct rd_resp_request *r)
 {
-    if (run_row(c, r, 0, commands, sizeof commands / sizeof commands[0])) return;
+    count_command(c->q, r);
+    if (run_row(c, r, 0, commands, NCOMMANDS)) return;
     char text[RD_QUERY_ECHO_MAX + 40];
     int len = r->argv[0].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[0].len;
     snprintf(text, sizeof text, "ERR unknown command '%.*s'", len, r->argv[0].ptr);

@@ -5,7 +5,7 @@ set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev libc-ares-dev
       libcmocka-dev libhiredis-dev redis-tools redis-server python3 procps iproute2 nftables
       netcat-openbsd dnsmasq-base serf clang libclang-rt-14-dev clang-format
-      help2man systemd buildah umoci yamllint"
+      help2man systemd prometheus curl buildah umoci yamllint"
 # node and npm check the Kubernetes manifests (deploy/kubernetes/check): Debian's, unless
 # a node that brings its own npm is already there.
 command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
