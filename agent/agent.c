@@ -1258,6 +1258,8 @@ static void seeds_resolve(uv_timer_t *t)
             join_failed(a, a->cfg.joins[i], why);
     }
     seeds_answered(a);
+}
+
 /* The metrics text of this moment, in a->metrics_buf (grown as needed); NULL: no memory. */
 static const char *metrics_text(struct rd_agent *a, size_t *len)
 {
@@ -1522,7 +1524,7 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .change = host_change,
                                  .join_default_port = RD_DEFAULT_PORT,
                                  .ready = host_ready,
-                                 .dns = a->dns};
+                                 .dns = a->dns,
                                  .metrics = host_metrics};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
                         &a->query, err, sizeof err);
@@ -1584,18 +1586,6 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     log_profile(a->cfg.profile, &sc);
     rebuild_ring(a); /* the ring of one: ourselves */
-    /* the snapshot's seeds now; --join's once resolved (seeds_resolve), and again after */
-    memcpy(a->snap_seeds, &seeds[a->cfg.njoins], nsnap * sizeof seeds[0]);
-    a->nsnap_seeds = nsnap;
-    for (size_t i = 0; i < nsnap; i++)
-        rd_sync_add_seed(a->sync, &a->snap_seeds[i]);
-    if (nsnap) rd_swim_join(a->swim, now_ms(), a->snap_seeds, nsnap);
-    if (a->cfg.njoins) seeds_resolve(&a->seeds_timer);
-    if (a->needs_join) {
-        char status[RD_NOTIFY_STATE_MAX];
-        snprintf(status, sizeof status, "STATUS=joining through %zu seeds",
-                 (size_t)a->cfg.njoins + nsnap);
-        notify(a, status);
     if (a->cfg.metrics_text[0]) {
         if ((rc = rd_metrics_start(&a->cfg.metrics, &a->metrics, err, sizeof err)) < 0) {
             rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
@@ -1608,20 +1598,18 @@ int rd_agent_run(const struct rd_agent_config *config)
         rd_logf(RD_LOG_INFO, "metrics served", RD_FSTR("addr", a->cfg.metrics_text),
                 RD_FSTR("path", "/metrics"));
     }
-    size_t nseeds = 0;
-    for (int i = 0; i < a->cfg.njoins; i++) {
-        char why[128];
-        struct rd_addr *to = &seeds[nseeds];
-        if (rd_addr_resolve(a->cfg.joins[i], RD_DEFAULT_PORT, 0, to, why, sizeof why) < 0) {
-            rd_logf(RD_LOG_WARN, "cannot resolve seed", RD_FSTR("seed", a->cfg.joins[i]),
-                    RD_FSTR("error", why));
-            a->join_failures++;
-            snprintf(a->join_last_error, sizeof a->join_last_error, "%s: unresolvable: %s",
-                     a->cfg.joins[i], why);
-            continue;
-        }
-        rd_sync_add_seed(a->sync, to);
-        nseeds++;
+    /* the snapshot's seeds now; --join's once resolved (seeds_resolve), and again after */
+    memcpy(a->snap_seeds, &seeds[a->cfg.njoins], nsnap * sizeof seeds[0]);
+    a->nsnap_seeds = nsnap;
+    for (size_t i = 0; i < nsnap; i++)
+        rd_sync_add_seed(a->sync, &a->snap_seeds[i]);
+    if (nsnap) rd_swim_join(a->swim, now_ms(), a->snap_seeds, nsnap);
+    if (a->cfg.njoins) seeds_resolve(&a->seeds_timer);
+    if (a->needs_join) {
+        char status[RD_NOTIFY_STATE_MAX];
+        snprintf(status, sizeof status, "STATUS=joining through %zu seeds",
+                 (size_t)a->cfg.njoins + nsnap);
+        notify(a, status);
     }
     flush(a);
     uv_run(a->loop, UV_RUN_DEFAULT);
