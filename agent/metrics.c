@@ -57,20 +57,6 @@ void rd_metrics_observe(struct rd_metrics_histogram *h, double seconds)
 
 /* ------------------------------------------------------------ /proc/self */
 
-/* The first line of `path` that starts with `key`, its number (kB in status files). */
-static bool proc_field(const char *path, const char *key, uint64_t *out)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    char line[256];
-    size_t klen = strlen(key);
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f))
-        if (strncmp(line, key, klen) == 0) found = sscanf(line + klen, " %" SCNu64, out) == 1;
-    fclose(f);
-    return found;
-}
-
 void rd_metrics_read_process(struct rd_metrics_process *out)
 {
     *out = (struct rd_metrics_process){0};
@@ -93,12 +79,16 @@ void rd_metrics_read_process(struct rd_metrics_process *out)
                      "%*d %llu %llu %lld",
                      &utime, &stime, &start, &vsize, &rss) != 5)
         return;
-    uint64_t btime;
-    if (!proc_field("/proc/stat", "btime", &btime)) return;
+    /* the boot time from the clocks, not /proc/stat: systemd's ProcSubset=pid hides that */
+    struct timespec real, boot;
+    if (clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+        return;
+    double btime =
+        (double)(real.tv_sec - boot.tv_sec) + (double)(real.tv_nsec - boot.tv_nsec) / 1e9;
     out->cpu_seconds = (double)(utime + stime) / (double)ticks;
     out->virtual_bytes = vsize;
     out->resident_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
-    out->start_time_seconds = (double)btime + (double)start / (double)ticks;
+    out->start_time_seconds = btime + (double)start / (double)ticks;
     DIR *d = opendir("/proc/self/fd");
     if (d) {
         struct dirent *e;
