@@ -1196,6 +1196,18 @@ static void host_status(void *ctx, struct rd_query_status *out)
  * (1 s doubling to join_retry_max_ms), and go on at the cap once joined: the core goes
  * back to the seeds when it finds itself alone.
  */
+static bool same_addresses(const struct rd_addr *x, size_t nx, const struct rd_addr *y, size_t ny)
+{
+    if (nx != ny) return false;
+    for (size_t i = 0; i < nx; i++) {
+        bool found = false;
+        for (size_t k = 0; k < ny && !found; k++)
+            found = rd_addr_equal(&x[i], &y[k]);
+        if (!found) return false;
+    }
+    return true;
+}
+
 static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_addr *addrs,
                            size_t n, const char *why)
 {
@@ -1203,8 +1215,10 @@ static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_
     bool changed = false;
     for (int i = 0; i < a->cfg.njoins && rc == 0; i++) {
         if (strcmp(a->cfg.joins[i], text) != 0) continue;
-        changed |= n != a->njoin_addrs[i] ||
-                   rd_dns_merge(a->join_addrs[i], n, RD_DNS_ADDRS_MAX, addrs, n) != n;
+        /* a name with more addresses than are kept gives a new sample at every round: said
+         * when it first fills up, not at every round after */
+        bool sampled = n == RD_DNS_ADDRS_MAX && a->njoin_addrs[i] == RD_DNS_ADDRS_MAX;
+        changed |= !sampled && !same_addresses(a->join_addrs[i], a->njoin_addrs[i], addrs, n);
         memcpy(a->join_addrs[i], addrs, n * sizeof addrs[0]);
         a->njoin_addrs[i] = n;
     }
@@ -1223,11 +1237,22 @@ static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_
 static void seeds_answered(struct rd_agent *a)
 {
     if (--a->seeds_pending > 0 || a->left) return;
-    struct rd_addr all[RD_JOIN_MAX];
-    size_t nall = 0;
+    struct rd_addr all[RD_JOIN_MAX * RD_DNS_ADDRS_MAX + RD_JOIN_MAX];
+    size_t room = sizeof all / sizeof all[0], nall = 0;
     for (int i = 0; i < a->cfg.njoins; i++)
-        nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->join_addrs[i], a->njoin_addrs[i]);
-    nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->snap_seeds, a->nsnap_seeds);
+        nall = rd_dns_merge(all, nall, room, a->join_addrs[i], a->njoin_addrs[i]);
+    nall = rd_dns_merge(all, nall, room, a->snap_seeds, a->nsnap_seeds);
+    if (nall > RD_SWIM_SEEDS_MAX) { /* more than the core keeps: each round, a new sample */
+        struct rd_rand rng;
+        rd_rand_seed(&rng, uv_hrtime());
+        for (size_t i = 0; i < RD_SWIM_SEEDS_MAX; i++) {
+            size_t j = i + rd_rand_below(&rng, (uint32_t)(nall - i));
+            struct rd_addr t = all[i];
+            all[i] = all[j];
+            all[j] = t;
+        }
+        nall = RD_SWIM_SEEDS_MAX;
+    }
     for (size_t i = 0; i < nall; i++)
         rd_sync_add_seed(a->sync, &all[i]);
     rd_swim_set_seeds(a->swim, now_ms(), all, nall);

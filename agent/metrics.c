@@ -248,9 +248,10 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
     one(&o, "ringd_gossip_packets_plain_accepted_total", "counter",
         "Plain datagrams let in while keyed (gossip-verify-incoming off).",
         s->packets_dropped.plain_accepted);
-    two(&o, "ringd_probes_total", "Direct probes sent, by result.", "result=\"ok\"",
-        w->probes >= w->probes_failed ? w->probes - w->probes_failed : 0, "result=\"failed\"",
-        w->probes_failed);
+    two(&o, "ringd_probes_total",
+        "Direct probes ended, by result (acked directly or "
+        "indirectly, or failed).",
+        "result=\"ok\"", w->probes_acked, "result=\"failed\"", w->probes_failed);
     one(&o, "ringd_indirect_probes_total", "counter", "Indirect probes asked of other members.",
         w->indirect_probes);
     one(&o, "ringd_suspicions_total", "counter", "Members this agent saw turn suspect.",
@@ -262,7 +263,7 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
          "ringd_syncs_total{direction=\"in\",result=\"ok\"} %" PRIu64
          "\nringd_syncs_total{direction=\"out\",result=\"ok\"} %" PRIu64
          "\nringd_syncs_total{direction=\"out\",result=\"failed\"} %" PRIu64 "\n",
-         w->syncs_in, w->syncs_out, w->syncs_failed);
+         w->syncs_in, w->syncs_done, w->syncs_failed);
     const struct rd_sync_stats *y = &s->sync;
     two(&o, "ringd_syncs_refused_total", "Incoming syncs refused at accept, by reason.",
         "reason=\"source\"", y->refused_source, "reason=\"full\"", y->refused_full);
@@ -291,8 +292,8 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
         "Query socket connections refused at the connection limit.", s->connections_rejected);
     one(&o, "ringd_query_connections_cut_off_total", "counter",
         "Query socket clients cut off for not reading their replies.", s->connections_cut_off);
-    one(&o, "ringd_metrics_requests_total", "counter", "Requests the metrics endpoint answered.",
-        s->http_requests);
+    one(&o, "ringd_metrics_requests_total", "counter",
+        "Requests the metrics endpoint answered with the metrics.", s->http_requests);
     one(&o, "ringd_metrics_connections_cut_off_total", "counter",
         "Metrics endpoint connections cut at their deadline.", s->http_cut_off);
     one(&o, "ringd_metrics_requests_refused_total", "counter",

@@ -34,9 +34,9 @@
  * that call. Publishing only appends to watchers' `pend` and marks them dirty, so no
  * write ever happens in the middle of a batch.
  *
- * JOIN resolves its host name on libuv's thread pool (a name server that takes seconds
- * must not stall gossip), then waits for the host's full-state exchange with the seed, so
- * that +OK means joined and -ERR says why not (the exchange's deadline bounds the wait).
+ * JOIN resolves its host name through dns.c, on the loop without blocking it (a name server
+ * that takes seconds must not stall gossip), then waits for the host's full-state exchange with the
+ * seed, so that +OK means joined and -ERR says why not (the exchange's deadline bounds the wait).
  * Meanwhile its connection is blocked, as Redis blocks a client on BLPOP: it stops reading
  * and answering, so every reply still leaves in request order; other connections go on. A
  * connection that closes meanwhile abandons the resolution, or the answer.

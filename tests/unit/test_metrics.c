@@ -32,10 +32,12 @@ static struct rd_metrics_sample sample(void)
                                   .ring_last_moved = 0.25,
                                   .swim = {.packets_in = 10,
                                            .packets_out = 11,
-                                           .probes = 9,
+                                           .probes = 10, /* one still waits */
+                                           .probes_acked = 7,
                                            .probes_failed = 2,
                                            .syncs_in = 7,
-                                           .syncs_out = 8,
+                                           .syncs_out = 9, /* one still waits */
+                                           .syncs_done = 6,
                                            .syncs_failed = 1},
                                   .sync = {.timed_out_header = 3},
                                   .bytes_in = 1000,
@@ -91,6 +93,8 @@ static void test_metrics_sample_lines(void **state)
     has_line(text, "ringd_probes_total{result=\"failed\"} 2");
     has_line(text, "ringd_suspicions_total 6");
     has_line(text, "ringd_syncs_total{direction=\"out\",result=\"failed\"} 1");
+    has_line(text, "ringd_syncs_total{direction=\"out\",result=\"ok\"} 6");
+    has_line(text, "ringd_syncs_total{direction=\"in\",result=\"ok\"} 7");
     has_line(text, "ringd_syncs_timed_out_total{phase=\"header\"} 3");
     has_line(text, "ringd_gossip_packets_total{direction=\"in\"} 10");
     has_line(text, "ringd_local_health 2");
