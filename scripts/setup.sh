@@ -20,10 +20,10 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 # The manifests' schema checker, pinned by its lock file (tests/deploy/kubernetes.sh). The
-# registry unreachable fails nothing else: that one test is skipped, and says why.
+# registry unreachable fails nothing here: that one test then says why it cannot run.
 check=$(dirname "$0")/../deploy/kubernetes/check
 if [ ! -d "$check/node_modules/kubernetes-models" ]; then
   echo "setup: npm ci in deploy/kubernetes/check"
   (cd "$check" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
-    echo "setup: npm ci failed: deploy_kubernetes will be skipped"
+    echo "setup: npm ci failed: deploy_kubernetes cannot run"
 fi
