@@ -42,6 +42,18 @@ check "ringd metrics and /metrics have the same families" \
 check "alive members are 3 on /metrics" grep -qx 'ringd_members{status="alive"} 3' "$DIR/a0.prom"
 check "the ring checksum label is INFO's ring_checksum" \
   grep -qx "ringd_ring_info{checksum=\"$(info a0 ring_checksum)\"} 1" "$DIR/a0.prom"
+# every counter (and histogram count, sum and bucket) of a later scrape is at least the
+# earlier one's: Prometheus reads a fall as a restart of the agent
+sleep 3
+scrape "$M0" >"$DIR/a0-later.prom"
+counters() { awk -v f="$1" '/^# TYPE .* (counter|histogram)$/ {c[$3] = 1; next} /^#/ {next}
+  {n = $1; sub(/\{.*/, "", n); b = n; sub(/_(bucket|count|sum)$/, "", b)
+   if (n in c || b in c) print f, $1, $2}' "$2"; }
+check "no counter of a later scrape is lower" awk '
+  $1 == "a" {a[$2] = $3; next} ($2 in a) && $3 + 0 < a[$2] + 0 {print "fell:", $2, a[$2], "->", $3; bad = 1}
+  END {exit bad}' <(counters a "$DIR/a0.prom"; counters b "$DIR/a0-later.prom")
+check "the counters moved between the scrapes (gossip went on)" bash -c "
+  ! diff <(grep ringd_gossip_packets_total '$DIR/a0.prom') <(grep ringd_gossip_packets_total '$DIR/a0-later.prom') >/dev/null"
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"; }
 check "another path is 404" [ "$(code "http://127.0.0.1:$M0/")" = 404 ]
 check "POST is 405" [ "$(code -X POST -d x "http://127.0.0.1:$M0/metrics")" = 405 ]
