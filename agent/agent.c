@@ -42,6 +42,7 @@
 #include "envelope.h"
 #include "hooks.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "query.h"
 #include "rand.h"
@@ -71,6 +72,9 @@
 #define RD_SNAPSHOT_SAVE_MS 2000
 /** SIGUSR1 logs at most this many members, one line each. */
 #define RD_DUMP_MEMBERS_MAX 512
+/** With --metrics-addr, the loop publishes fresh metrics this often (a scrape sees them at
+ *  most this old). */
+#define RD_METRICS_PUBLISH_MS 1000
 
 struct rd_agent {
     struct rd_agent_config cfg;
@@ -122,6 +126,14 @@ struct rd_agent {
     size_t njoin_addrs[RD_JOIN_MAX];
     struct rd_addr snap_seeds[RD_JOIN_MAX]; /* the snapshot's seeds, after --join's */
     size_t nsnap_seeds;
+    /* metrics: the counts only the agent sees, the endpoint, and the text buffer */
+    uint64_t rebuilds, suspicions, bytes_in, bytes_out;
+    struct rd_metrics_histogram rebuild_seconds;
+    double last_moved;
+    struct rd_metrics_server *metrics; /* NULL without --metrics-addr */
+    uv_timer_t metrics_timer;
+    char *metrics_buf;
+    size_t metrics_cap;
 };
 
 static uint64_t now_ms(void)
@@ -176,6 +188,7 @@ static bool in_ring(uint8_t status)
 
 static void rebuild_ring(struct rd_agent *a)
 {
+    uint64_t started_ns = uv_hrtime();
     size_t count = rd_swim_member_count(a->swim), n = 0;
     struct rd_ring_member *rm = malloc((count ? count : 1) * sizeof *rm);
     if (!rm) {
@@ -209,6 +222,8 @@ static void rebuild_ring(struct rd_agent *a)
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(rc)));
         return;
     }
+    a->rebuilds++;
+    rd_metrics_observe(&a->rebuild_seconds, (double)(uv_hrtime() - started_ns) / 1e9);
     if (a->ring && rd_ring_checksum(ring) == rd_ring_checksum(a->ring) &&
         rd_ring_member_count(ring) == rd_ring_member_count(a->ring)) {
         rd_ring_delete(ring); /* same placement: nothing moved, keep the old snapshot */
@@ -216,6 +231,7 @@ static void rebuild_ring(struct rd_agent *a)
     }
     struct rd_ring_diff d;
     if (rd_ring_diff(a->ring, ring, &d) < 0) d = (struct rd_ring_diff){.moved = -1};
+    if (d.moved >= 0) a->last_moved = d.moved;
     rd_ring_delete(a->ring);
     a->ring = ring;
     a->ring_version++;
@@ -382,7 +398,8 @@ static void flush(struct rd_agent *a)
         struct sockaddr_storage ss;
         rd_addr_to_sockaddr(&to, &ss);
         uv_buf_t b = uv_buf_init(a->tx_buf, (unsigned)len);
-        uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss); /* a full buffer is loss */
+        if (uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss) >= 0) /* else: loss */
+            a->bytes_out += len;
     }
     while (rd_swim_poll_sync(a->swim, &to))
         rd_sync_connect(a->sync, &to);
@@ -404,6 +421,8 @@ static void flush(struct rd_agent *a)
             continue;
         }
         log_event(a, &ev);
+        if (ev.member.status == RD_SUSPECT && (ev.is_new || ev.old_status != RD_SUSPECT))
+            a->suspicions++;
         snapshot_changed(a);
         if (in_ring(ev.member.status) != in_ring(ev.old_status) || ev.is_new) schedule_rebuild(a);
     }
@@ -513,6 +532,7 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
 {
     struct rd_agent *a = u->data;
     if (n <= 0 || !from) return;
+    a->bytes_in += (uint64_t)n;
     struct rd_packet pkt;
     const char *reason, *body = NULL;
     size_t len = 0;
@@ -960,6 +980,7 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
         {"rejoin", in->rejoin != next->rejoin},
         {"profile", in->profile != next->profile},
         {"dns-server", strcmp(in->dns_server, next->dns_server) != 0},
+        {"metrics-addr", strcmp(in->metrics_text, next->metrics_text) != 0},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (opts[i].differs) list_add(out, cap, opts[i].name);
@@ -1175,6 +1196,18 @@ static void host_status(void *ctx, struct rd_query_status *out)
  * (1 s doubling to join_retry_max_ms), and go on at the cap once joined: the core goes
  * back to the seeds when it finds itself alone.
  */
+static bool same_addresses(const struct rd_addr *x, size_t nx, const struct rd_addr *y, size_t ny)
+{
+    if (nx != ny) return false;
+    for (size_t i = 0; i < nx; i++) {
+        bool found = false;
+        for (size_t k = 0; k < ny && !found; k++)
+            found = rd_addr_equal(&x[i], &y[k]);
+        if (!found) return false;
+    }
+    return true;
+}
+
 static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_addr *addrs,
                            size_t n, const char *why)
 {
@@ -1182,8 +1215,10 @@ static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_
     bool changed = false;
     for (int i = 0; i < a->cfg.njoins && rc == 0; i++) {
         if (strcmp(a->cfg.joins[i], text) != 0) continue;
-        changed |= n != a->njoin_addrs[i] ||
-                   rd_dns_merge(a->join_addrs[i], n, RD_DNS_ADDRS_MAX, addrs, n) != n;
+        /* a name with more addresses than are kept gives a new sample at every round: said
+         * when it first fills up, not at every round after */
+        bool sampled = n == RD_DNS_ADDRS_MAX && a->njoin_addrs[i] == RD_DNS_ADDRS_MAX;
+        changed |= !sampled && !same_addresses(a->join_addrs[i], a->njoin_addrs[i], addrs, n);
         memcpy(a->join_addrs[i], addrs, n * sizeof addrs[0]);
         a->njoin_addrs[i] = n;
     }
@@ -1202,11 +1237,22 @@ static void seeds_resolved(void *ctx, const char *text, int rc, const struct rd_
 static void seeds_answered(struct rd_agent *a)
 {
     if (--a->seeds_pending > 0 || a->left) return;
-    struct rd_addr all[RD_JOIN_MAX];
-    size_t nall = 0;
+    struct rd_addr all[RD_JOIN_MAX * RD_DNS_ADDRS_MAX + RD_JOIN_MAX];
+    size_t room = sizeof all / sizeof all[0], nall = 0;
     for (int i = 0; i < a->cfg.njoins; i++)
-        nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->join_addrs[i], a->njoin_addrs[i]);
-    nall = rd_dns_merge(all, nall, RD_JOIN_MAX, a->snap_seeds, a->nsnap_seeds);
+        nall = rd_dns_merge(all, nall, room, a->join_addrs[i], a->njoin_addrs[i]);
+    nall = rd_dns_merge(all, nall, room, a->snap_seeds, a->nsnap_seeds);
+    if (nall > RD_SWIM_SEEDS_MAX) { /* more than the core keeps: each round, a new sample */
+        struct rd_rand rng;
+        rd_rand_seed(&rng, uv_hrtime());
+        for (size_t i = 0; i < RD_SWIM_SEEDS_MAX; i++) {
+            size_t j = i + rd_rand_below(&rng, (uint32_t)(nall - i));
+            struct rd_addr t = all[i];
+            all[i] = all[j];
+            all[j] = t;
+        }
+        nall = RD_SWIM_SEEDS_MAX;
+    }
     for (size_t i = 0; i < nall; i++)
         rd_sync_add_seed(a->sync, &all[i]);
     rd_swim_set_seeds(a->swim, now_ms(), all, nall);
@@ -1237,6 +1283,76 @@ static void seeds_resolve(uv_timer_t *t)
             join_failed(a, a->cfg.joins[i], why);
     }
     seeds_answered(a);
+}
+
+/* The metrics text of this moment, in a->metrics_buf (grown as needed); NULL: no memory. */
+static const char *metrics_text(struct rd_agent *a, size_t *len)
+{
+    struct rd_metrics_sample *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    snprintf(s->version, sizeof s->version, "%s", RINGD_VERSION);
+    s->ready = agent_ready(a);
+    size_t counts[4];
+    rd_swim_counts(a->swim, counts);
+    for (size_t i = 0; i < 4; i++)
+        s->members[i] = counts[i];
+    s->ring_points = rd_ring_point_count(a->ring);
+    s->ring_members = rd_ring_member_count(a->ring);
+    s->ring_version = a->ring_version;
+    s->ring_checksum = rd_ring_checksum(a->ring);
+    s->ring_rebuilds = a->rebuilds;
+    s->rebuild_seconds = a->rebuild_seconds;
+    s->ring_last_moved = a->last_moved;
+    s->swim = *rd_swim_stats(a->swim);
+    rd_sync_stats(a->sync, &s->sync);
+    s->bytes_in = a->bytes_in;
+    s->bytes_out = a->bytes_out;
+    s->packets_malformed = a->malformed_packets;
+    s->packets_dropped = a->dropped;
+    s->syncs_dropped = rd_sync_dropped(a->sync);
+    s->suspicions = a->suspicions;
+    s->health = rd_swim_health(a->swim);
+    if (a->query) {
+        struct rd_query_stats qs;
+        size_t n = rd_query_stats(a->query, &qs);
+        s->ncommands = n < RD_METRICS_COMMANDS_MAX ? n : RD_METRICS_COMMANDS_MAX;
+        for (size_t i = 0; i < s->ncommands; i++)
+            s->command_names[i] = qs.names[i], s->command_counts[i] = qs.counts[i];
+        s->connections = qs.connections;
+        s->watchers = qs.watchers;
+        s->connections_rejected = qs.rejected;
+        s->connections_cut_off = qs.cut_off;
+    }
+    rd_metrics_server_counts(a->metrics, s);
+    rd_metrics_read_process(&s->process);
+    size_t need = rd_metrics_format(s, a->metrics_buf, a->metrics_cap);
+    if (need >= a->metrics_cap) {
+        char *grown = realloc(a->metrics_buf, need + 1);
+        if (!grown) {
+            free(s);
+            return NULL;
+        }
+        a->metrics_buf = grown;
+        a->metrics_cap = need + 1;
+        rd_metrics_format(s, a->metrics_buf, a->metrics_cap);
+    }
+    free(s);
+    *len = need;
+    return a->metrics_buf;
+}
+
+static const char *host_metrics(void *ctx, size_t *len)
+{
+    return metrics_text(ctx, len);
+}
+
+/* The endpoint serves what was published last: fresh numbers once a period. */
+static void on_metrics_timer(uv_timer_t *t)
+{
+    struct rd_agent *a = t->data;
+    size_t len;
+    const char *text = metrics_text(a, &len);
+    if (text) rd_metrics_publish(a->metrics, text, len);
 }
 
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
@@ -1433,7 +1549,8 @@ int rd_agent_run(const struct rd_agent_config *config)
                                  .change = host_change,
                                  .join_default_port = RD_DEFAULT_PORT,
                                  .ready = host_ready,
-                                 .dns = a->dns};
+                                 .dns = a->dns,
+                                 .metrics = host_metrics};
     rc = rd_query_start(a->loop, &host, a->cfg.socket_path, a->cfg.socket_mode, a->cfg.admin_group,
                         &a->query, err, sizeof err);
     if (rc < 0) {
@@ -1494,6 +1611,18 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     log_profile(a->cfg.profile, &sc);
     rebuild_ring(a); /* the ring of one: ourselves */
+    if (a->cfg.metrics_text[0]) {
+        if ((rc = rd_metrics_start(&a->cfg.metrics, &a->metrics, err, sizeof err)) < 0) {
+            rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
+            goto out;
+        }
+        uv_timer_init(a->loop, &a->metrics_timer);
+        a->metrics_timer.data = a;
+        uv_timer_start(&a->metrics_timer, on_metrics_timer, 0, RD_METRICS_PUBLISH_MS);
+        uv_unref((uv_handle_t *)&a->metrics_timer);
+        rd_logf(RD_LOG_INFO, "metrics served", RD_FSTR("addr", a->cfg.metrics_text),
+                RD_FSTR("path", "/metrics"));
+    }
     /* the snapshot's seeds now; --join's once resolved (seeds_resolve), and again after */
     memcpy(a->snap_seeds, &seeds[a->cfg.njoins], nsnap * sizeof seeds[0]);
     a->nsnap_seeds = nsnap;
@@ -1512,6 +1641,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
+    rd_metrics_stop(a->metrics);
     if (a->query) rd_query_close(a->query);
     rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
     rd_sync_close(a->sync);
@@ -1525,6 +1655,7 @@ out:
     rd_ring_delete(a->ring);
     free(a->rx_members);
     rd_notify_close(a->notify);
+    free(a->metrics_buf);
     free(a);
     return rc;
 }

@@ -18,7 +18,10 @@
  *     │     └─► addr.c  "host:port" text, rd_addr <-> sockaddr
  *     ├─► snapshot.c  the member table kept in --state-dir across restarts: its
  *     │               bytes, and saving and reading the file
- *     └─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
+ *     ├─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
+ *     └─► metrics.c  the Prometheus text of a sample the loop copies out, and the
+ *                    --metrics-addr HTTP endpoint (on a thread of its own; its HTTP
+ *                    parser is proto/http.c)
  *   files.c   the directory check and durable writes that query.c, keyring.c and
  *             snapshot.c share
  *   config.c  `ringd agent` flags and config file, into struct rd_agent_config

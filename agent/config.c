@@ -113,6 +113,8 @@ static int set_join(const struct option_def *o, struct rd_agent_config *cfg, con
         snprintf(err, errlen, "--%s %s: %s", o->name, val, why);
         return RD_EINVAL;
     }
+    if (strlen(val) >= sizeof cfg->joins[0])
+        return refuse(o, err, errlen, "at most %zu characters", sizeof cfg->joins[0] - 1);
     strcpy(cfg->joins[cfg->njoins++], val);
     return 0;
 }
@@ -404,8 +406,10 @@ static const struct option_def options[] = {
     {"profile", "lan|wan|local", OPT_ONE, AT(profile), "lan", NULL, set_profile,
      "timing of probes, gossip and suspicion: memberlist's LAN, WAN\n"
      "or local-loopback set (README), the same on all agents"},
-    {"dns-server", "IP:PORT[,...]", OPT_ONE, AT(dns_server), NULL, "/etc/resolv.conf",
+    {"dns-server", "IP[:PORT][,...]", OPT_ONE, AT(dns_server), NULL, "/etc/resolv.conf",
      set_dns_server, "name servers asked for --join and JOIN names (A, AAAA, SRV)"},
+    {"metrics-addr", "HOST:PORT", OPT_ONE, AT(metrics_text), NULL, "none", set_address,
+     "serve Prometheus metrics on http://HOST:PORT/metrics"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -685,6 +689,9 @@ static int finish(struct rd_agent_config *cfg, bool resolve_addrs, char *err, si
     } else {
         cfg->advertise = cfg->bind; /* an unspecified bind is resolved by the agent */
     }
+    if (cfg->metrics_text[0] &&
+        resolve("metrics-addr", cfg->metrics_text, 0, 1, &cfg->metrics, err, errlen) < 0)
+        return RD_EINVAL;
     return 0;
 }
 

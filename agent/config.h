@@ -74,6 +74,8 @@ struct rd_agent_config {
     char config_path[4096];
     enum rd_swim_profile profile;            /* timing set: lan (default), wan or local */
     char dns_server[RD_DNS_SERVERS_MAX + 1]; /* --dns-server IP:PORT[,...]; empty: the system's */
+    char metrics_text[RD_HOSTPORT_MAX + 1];  /* --metrics-addr; empty: no HTTP endpoint */
+    struct rd_addr metrics;                  /* ... resolved */
 };
 
 /**

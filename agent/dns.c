@@ -1,9 +1,9 @@
 /*
  * dns.c — c-ares on the libuv loop (see dns.h).
  *
- * Why this shape: getaddrinfo blocks, so it ran on libuv's thread pool, could not be told
- * which server to ask, knew no SRV, and made a static binary load the host's NSS modules.
- * c-ares is an asynchronous stub resolver in C that hands out its sockets: each one is
+ * Why this shape: seeds are resolved on the loop, never blocking it, from the servers
+ * --dns-server names, with SRV, and with no NSS module for a static binary to load: c-ares
+ * is an asynchronous stub resolver in C that hands out its sockets: each one is
  * watched with a uv_poll_t (created and closed as c-ares reports their state), and its
  * retransmissions run off one uv_timer_t set to ares_timeout() after every step. A request
  * counts the c-ares queries it still waits for (one per name; SRV adds one per target) and
@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "rand.h"
 #include "rd_err.h"
 
 struct rd_dns_req {
@@ -30,6 +32,7 @@ struct rd_dns_req {
     int pending;
     struct rd_addr addrs[RD_DNS_ADDRS_MAX];
     size_t n;
+    uint32_t offered;               /* distinct addresses the answers held, kept or not */
     char why[RD_HOSTPORT_MAX + 96]; /* "cannot resolve NAME: REASON" */
     char text[RD_HOSTPORT_MAX + 1];
     struct rd_dns_req *next_done;
@@ -50,7 +53,8 @@ struct rd_dns {
     struct sock_watch *socks;
     struct rd_dns_req *done;
     bool closing;
-    int timers_open; /* counts down as rd_dns_close closes them */
+    int timers_open;     /* counts down as rd_dns_close closes them */
+    struct rd_rand rand; /* the order of equal-priority SRV targets */
 };
 
 /* ---------------------------------------------------------------- pure parts */
@@ -63,8 +67,11 @@ int rd_dns_spec_parse(const char *text, int default_port, struct rd_dns_spec *ou
     if (strncmp(text, RD_DNS_SRV_PREFIX, np) == 0) {
         const char *name = text + np;
         size_t len = strlen(name);
-        if (len == 0 || len >= sizeof out->host || strpbrk(name, ":[] \t")) {
-            snprintf(err, errlen, "expected srv:NAME, as in srv:_ringd._udp.example.org");
+        if (len == 0 || len > RD_DNS_NAME_MAX || strpbrk(name, ":[] \t")) {
+            snprintf(err, errlen,
+                     "expected srv:NAME (at most %d characters), as in "
+                     "srv:_ringd._udp.example.org",
+                     RD_DNS_NAME_MAX);
             return RD_EINVAL;
         }
         out->srv = true;
@@ -213,6 +220,22 @@ struct target {
     char name[RD_HOSTPORT_MAX + 1];
 };
 
+/* Keeps `a` among the request's addresses: while there is room, always; after, as reservoir
+ * sampling does, so a name with more addresses than RD_DNS_ADDRS_MAX gives each the same
+ * chance, and a new sample at each round. */
+static void offer(struct rd_dns_req *r, const struct rd_addr *a)
+{
+    for (size_t k = 0; k < r->n; k++)
+        if (rd_addr_equal(&r->addrs[k], a)) return;
+    r->offered++;
+    if (r->n < RD_DNS_ADDRS_MAX) {
+        r->addrs[r->n++] = *a;
+        return;
+    }
+    uint32_t j = rd_rand_below(&r->d->rand, r->offered);
+    if (j < RD_DNS_ADDRS_MAX) r->addrs[j] = *a;
+}
+
 static void got_addrinfo(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
     (void)timeouts;
@@ -225,7 +248,7 @@ static void got_addrinfo(void *arg, int status, int timeouts, struct ares_addrin
             struct rd_addr a;
             if (rd_addr_from_sockaddr(n->ai_addr, &a) < 0) continue;
             a.port = (uint16_t)t->port;
-            r->n = rd_dns_merge(r->addrs, r->n, RD_DNS_ADDRS_MAX, &a, 1);
+            offer(r, &a);
         }
     }
     if (res) ares_freeaddrinfo(res);
@@ -247,6 +270,21 @@ static void ask_addresses(struct rd_dns_req *r, const char *name, int port)
     ares_getaddrinfo(r->d->ch, name, NULL, &hints, got_addrinfo, t);
 }
 
+/* SRV records of one answer that are looked at; a seed list needs a few, not thousands. */
+#define SRV_RECORDS_MAX 256
+
+struct srv_pick {
+    const struct ares_srv_reply *rec;
+    uint64_t key; /* random: the order among equal priorities */
+};
+
+static int by_priority(const void *a, const void *b)
+{
+    const struct srv_pick *x = a, *y = b;
+    if (x->rec->priority != y->rec->priority) return x->rec->priority < y->rec->priority ? -1 : 1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
 static void got_srv(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
 {
     (void)timeouts;
@@ -256,19 +294,18 @@ static void got_srv(void *arg, int status, int timeouts, unsigned char *abuf, in
     if (status != ARES_SUCCESS) {
         note_failure(r, r->text, status);
     } else if (!r->d->closing) {
-        /* lower priority first, as RFC 2782 says; weights only matter to pick one, and
-         * every target is tried here */
-        for (int prio = 0, asked = 0; prio <= 65535 && asked < RD_DNS_SRV_TARGETS_MAX;) {
-            int next = 65536;
-            for (struct ares_srv_reply *s = srv; s; s = s->next) {
-                if (s->priority == prio && asked < RD_DNS_SRV_TARGETS_MAX && s->port) {
-                    ask_addresses(r, s->host, s->port);
-                    asked++;
-                }
-                if (s->priority > prio && s->priority < next) next = s->priority;
-            }
-            prio = next;
-        }
+        /* Lower priority first (RFC 2782), equal priorities in a new random order each time:
+         * weights only matter when one target is picked, and a set larger than
+         * RD_DNS_SRV_TARGETS_MAX gives each target its turn across rounds. A target of "."
+         * means no service there. */
+        struct srv_pick picks[SRV_RECORDS_MAX];
+        size_t n = 0;
+        for (struct ares_srv_reply *x = srv; x && n < SRV_RECORDS_MAX; x = x->next)
+            if (x->port && x->host[0] && strcmp(x->host, ".") != 0)
+                picks[n++] = (struct srv_pick){x, rd_rand_next(&r->d->rand)};
+        qsort(picks, n, sizeof picks[0], by_priority);
+        for (size_t i = 0; i < n && i < RD_DNS_SRV_TARGETS_MAX; i++)
+            ask_addresses(r, picks[i].rec->host, picks[i].rec->port);
     }
     if (srv) ares_free_data(srv);
     query_done(r);
@@ -283,6 +320,7 @@ int rd_dns_start(uv_loop_t *loop, const char *servers, struct rd_dns **out, char
         return RD_ENOMEM;
     }
     d->loop = loop;
+    rd_rand_seed(&d->rand, uv_hrtime() ^ ((uint64_t)getpid() << 32));
     int st = ares_library_init(ARES_LIB_INIT_ALL);
     struct ares_options o = {.sock_state_cb = sock_state,
                              .sock_state_cb_data = d,
@@ -323,8 +361,6 @@ static void free_dns(uv_handle_t *h)
 void rd_dns_close(struct rd_dns *d)
 {
     if (!d) return;
-    for (struct rd_dns_req *r = d->done; r; r = r->next_done)
-        r->cb = NULL;
     d->closing = true;
     ares_destroy(d->ch); /* every pending query ends (ARES_EDESTRUCTION): onto the done list */
     ares_library_cleanup();

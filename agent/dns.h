@@ -16,6 +16,8 @@
 #include "addr.h"
 #include "member.h"
 
+/** The longest DNS name (RFC 1035: 255 octets on the wire, 253 characters as text). */
+#define RD_DNS_NAME_MAX 253
 /** Most addresses one seed text resolves to (all of a name's, or of its SRV targets'). */
 #define RD_DNS_ADDRS_MAX 16
 /** Most SRV targets of one name that are resolved. */
@@ -83,9 +85,9 @@ int rd_dns_resolve(struct rd_dns *d, const char *text, int default_port, rd_dns_
 void rd_dns_abandon(struct rd_dns_req *r);
 
 /**
- * rd_addr_resolve's blocking twin for start-up and reload (--bind, --advertise): one
- * address for `text`, IPv4 first, through the system's resolver. `passive` lets an empty
- * host or "*" mean "any address". 0, or RD_EINVAL with why in err.
+ * The blocking form, for start-up and reload (--bind, --advertise): one address for
+ * `text`, IPv4 first, by c-ares on a loop of its own, from /etc/resolv.conf's servers. `passive`
+ * lets an empty host or "*" mean "any address". 0, or RD_EINVAL with why in err.
  */
 int rd_dns_resolve_now(const char *text, int default_port, bool passive, struct rd_addr *out,
                        char *err, size_t errlen);

@@ -41,9 +41,9 @@
  * that call. Publishing only appends to watchers' `pend` and marks them dirty, so no
  * write ever happens in the middle of a batch.
  *
- * JOIN resolves its host name on libuv's thread pool (a name server that takes seconds
- * must not stall gossip), then waits for the host's full-state exchange with the seed, so
- * that +OK means joined and -ERR says why not (the exchange's deadline bounds the wait).
+ * JOIN resolves its host name through dns.c, on the loop without blocking it (a name server
+ * that takes seconds must not stall gossip), then waits for the host's full-state exchange with the
+ * seed, so that +OK means joined and -ERR says why not (the exchange's deadline bounds the wait).
  * Meanwhile its connection is blocked, as Redis blocks a client on BLPOP: it stops reading
  * and answering, so every reply still leaves in request order; other connections go on. A
  * connection that closes meanwhile abandons the resolution, or the answer.
@@ -197,6 +197,7 @@ struct rd_query {
     uint64_t next_id;                             /* CLIENT ID of the last connection */
     uint64_t rejected;                            /* connections refused at RD_QUERY_MAX_CONNS */
     uint64_t cut_off;                             /* connections closed for unread output */
+    uint64_t command_counts[RD_QUERY_COMMANDS_MAX + 1]; /* by row of commands[]; last: unknown */
     uint64_t accept_errors;                       /* failed accepts (EMFILE...), logged sparingly */
     uint64_t accept_logged_ms, refused_logged_ms; /* when each was last logged (0: never) */
     size_t max_conns;                             /* RD_QUERY_MAX_CONNS within the fd limit */
@@ -737,6 +738,22 @@ static void cmd_leave(struct qconn *c, const struct rd_resp_request *r)
     /* Leave once the +OK is written (conn_sent), so the client sees it before the
      * agent goes away; or when the client disconnects first (conn_closed). */
     c->leave_at = c->written + conn_backlog(c);
+}
+
+/* METRICS: the Prometheus text the host formats (the same as --metrics-addr serves). */
+static void cmd_metrics(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc > 1) {
+        reply_wrong_arity(c, "metrics");
+        return;
+    }
+    size_t len = 0;
+    const char *text = c->q->host.metrics(c->q->host.ctx, &len);
+    if (!text) {
+        reply_error(c, "ERR out of memory");
+        return;
+    }
+    conn_rc(c, rd_resp_write_bulk(&c->pend, text, len));
 }
 
 static void cmd_quit(struct qconn *c, const struct rd_resp_request *r)
@@ -1397,6 +1414,33 @@ static const struct command client_commands[] = {
                "connection", "Closes the connection with an id",
                "ID=client-id:integer SKIPME=yes-no:string:optional"),
 };
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+_Static_assert(NCOMMANDS <= RD_QUERY_COMMANDS_MAX, "raise RD_QUERY_COMMANDS_MAX");
+
+/* Counts the request under its command's row, or under "unknown". */
+static void count_command(struct rd_query *q, const struct rd_resp_request *r)
+{
+    size_t i = 0;
+    while (i < NCOMMANDS && !arg_is(&r->argv[0], commands[i].name))
+        i++;
+    q->command_counts[i < NCOMMANDS ? i : RD_QUERY_COMMANDS_MAX]++;
+}
+
+size_t rd_query_stats(const struct rd_query *q, struct rd_query_stats *out)
+{
+    *out = (struct rd_query_stats){.connections = q->nconns,
+                                   .watchers = q->nwatchers,
+                                   .rejected = q->rejected,
+                                   .cut_off = q->cut_off};
+    size_t n = 0;
+    for (; n < NCOMMANDS; n++) {
+        out->names[n] = commands[n].name;
+        out->counts[n] = q->command_counts[n];
+    }
+    out->names[n] = "unknown";
+    out->counts[n++] = q->command_counts[RD_QUERY_COMMANDS_MAX];
+    return n;
+}
 
 static void cmd_client(struct qconn *c, const struct rd_resp_request *r)
 {
@@ -1457,6 +1501,8 @@ static const struct command commands[] = {
      "Sets this member's weight; 0 drains it", "weight:double", NULL, 0},
     {"FORCE-LEAVE", cmd_force_leave, true, -2, "", 0, 0, 0, "@slow", "membership",
      "Marks a failed member as left", "name:string prune:pure-token:optional", NULL, 0},
+    {"METRICS", cmd_metrics, false, 1, "readonly", 0, 0, 0, "@read @slow", "server",
+     "This agent's metrics in Prometheus's text format", "", NULL, 0},
     {"HELLO", cmd_hello, false, -1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0,
      "@fast @connection", "connection",
      "Handshakes: protocol version, authentication, connection name",
@@ -1767,6 +1813,7 @@ static void cmd_command_docs(struct qconn *c, const struct rd_resp_request *r)
 static void dispatch(struct qconn *c, const struct rd_resp_request *r)
 {
     c->last_ms = uv_now(c->q->loop);
+    count_command(c->q, r);
     if (run_row(c, r, 0, commands, NCOMMANDS)) return;
     char text[RD_QUERY_ECHO_MAX + 40];
     int len = r->argv[0].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[0].len;

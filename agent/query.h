@@ -116,6 +116,20 @@ struct rd_query_host {
     bool (*ready)(void *ctx);
     /** The resolver JOIN's names go through (dns.h). */
     struct rd_dns *dns;
+    /** METRICS: the Prometheus text, `*len` bytes, valid until the next call; NULL when
+     *  memory failed. */
+    const char *(*metrics)(void *ctx, size_t *len);
+};
+
+/** Most socket commands counted by name (the table's rows; one more for unknown ones). */
+#define RD_QUERY_COMMANDS_MAX 32
+
+/** The server's own counts, for the metrics. */
+struct rd_query_stats {
+    size_t connections, watchers;
+    uint64_t rejected, cut_off;
+    const char *names[RD_QUERY_COMMANDS_MAX + 1]; /**< command names, then "unknown" */
+    uint64_t counts[RD_QUERY_COMMANDS_MAX + 1];
 };
 
 /** Most client connections at once; further ones are accepted and closed at once. The
@@ -181,6 +195,8 @@ int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char
 void rd_query_join_done(struct rd_query *q, const struct rd_addr *seed, const char *why);
 /** Pushes one event, a flat array of strings, to every watcher. */
 void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n);
+/** Fills `out` and returns how many commands it counted (names and counts). */
+size_t rd_query_stats(const struct rd_query *q, struct rd_query_stats *out);
 /** Stops listening, closes every connection and removes the socket file. */
 void rd_query_close(struct rd_query *q);
 

@@ -72,6 +72,8 @@ static void client_usage(void)
            "                           cluster it was told to join, or started one;\n"
            "                           else not-ready or unreachable (exit 1)\n"
            "  leave                    leave the cluster gracefully; the agent then exits\n"
+           "  metrics                  the Prometheus text exposition, as --metrics-addr\n"
+           "                           serves it (for node_exporter's textfile collector)\n"
            "  keys list [--json]       the gossip keys by fingerprint, primary first:\n"
            "                           FINGERPRINT primary|installed\n"
            "  keys install KEY|-       add a key (base64, as keygen prints; - reads it from\n"
@@ -780,6 +782,22 @@ static int cmd_info(const struct opts *o, char *err, size_t errlen)
     return flushed(err, errlen);
 }
 
+/* `metrics`: the Prometheus text, written as is (node_exporter's textfile collector reads it:
+ * `ringd metrics > dir/ringd.prom.tmp && mv ...`). */
+static int cmd_metrics(const struct opts *o, char *err, size_t errlen)
+{
+    if (o->nargs > 0)
+        return usage_error(err, errlen, "metrics takes no arguments, got '%s'", o->args[0]);
+    const char *req[] = {"METRICS"};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, 1, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (!is_text(r)) return unexpected(r, err, errlen);
+    fwrite(r->str, 1, r->len, stdout);
+    rd_resp_reply_free(r);
+    return flushed(err, errlen);
+}
+
 /* `ready`, for readiness probes: "ready" and 0 once the agent joined the cluster it was
  * told to join (or started one), else "not-ready" and 1; an agent that cannot be asked is
  * not ready either ("unreachable"). One word on stdout; the reason on stderr. */
@@ -1033,6 +1051,7 @@ static const struct subcommand subcommands[] = {
     {"tags", false, false, "ringd tags set KEY VALUE | del KEY [--socket PATH]"},
     {"weight", false, false, "ringd weight W [--socket PATH]"},
     {"force-leave", false, false, "ringd force-leave [--prune] NAME [--socket PATH]"},
+    {"metrics", false, false, "ringd metrics [--socket PATH]"},
 };
 
 int rd_client_run(int argc, char **argv, char *err, size_t errlen)
@@ -1070,6 +1089,7 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (strcmp(sc->name, "ready") == 0) return cmd_ready(&o, err, errlen);
     if (strcmp(sc->name, "tags") == 0) return cmd_tags(&o, err, errlen);
     if (strcmp(sc->name, "force-leave") == 0) return cmd_force_leave(&o, err, errlen);
+    if (strcmp(sc->name, "metrics") == 0) return cmd_metrics(&o, err, errlen);
     if (strcmp(sc->name, "weight") == 0) {
         if (o.nargs != 1) return usage_error(err, errlen, "weight needs one W (0 drains)");
         const char *req[] = {"WEIGHT", o.args[0]};

@@ -38,6 +38,7 @@ static void usage(FILE *out)
             "  weight W   change this member's weight; 0 drains it\n"
             "  force-leave NAME\n"
             "             mark a dead member left everywhere (--prune: also a live one)\n"
+            "  metrics    print the Prometheus metrics text (as --metrics-addr serves it)\n"
             "  keygen     print a new random gossip key (base64) for --keyring-file\n"
             "  version    print the version (--json: {\"version\": ...})\n\n"
             "Client commands take --socket PATH (or RINGD_SOCKET; default %s)\n"

@@ -52,8 +52,6 @@
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
 #define EVENT_QUEUE_MAX 4096
-/** Seeds remembered for joining. */
-#define SEEDS_MAX 16
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
 
@@ -140,7 +138,7 @@ struct rd_swim {
     struct rd_swim_event *events; /* ring buffer, grows to EVENT_QUEUE_MAX */
     size_t ev_head, ev_len, ev_cap;
 
-    struct rd_addr seeds[SEEDS_MAX];
+    struct rd_addr seeds[RD_SWIM_SEEDS_MAX];
     size_t nseeds;
     bool joined; /* an exchange we opened was answered and merged (rd_swim_sync_done) */
     bool heard;  /* another member spoke to us: a datagram or a sync, asked for or not */
@@ -896,6 +894,7 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
 static void probe_acked(struct rd_swim *s)
 {
     s->probe.active = false;
+    s->stats.probes_acked++;
     rd_health_probe_acked(&s->health);
 }
 
@@ -1427,12 +1426,13 @@ void rd_swim_sync_failed(struct rd_swim *s, uint64_t now_ms, const struct rd_add
 void rd_swim_sync_done(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to)
 {
     (void)now_ms, (void)to;
+    s->stats.syncs_done++;
     s->joined = true; /* run_join stops retrying the seeds at its next turn */
 }
 
 bool rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
 {
-    for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++)
+    for (size_t k = 0; k < n && s->nseeds < RD_SWIM_SEEDS_MAX; k++)
         if (!rd_addr_equal(&seeds[k], &s->members[0].addr)) s->seeds[s->nseeds++] = seeds[k];
     /* Each seed given gets its exchange now, stored or not, before the other seeds' retries:
      * once joined, one exchange merges whatever it knows (another cluster, a healed half),
@@ -1637,11 +1637,11 @@ void rd_swim_delete(struct rd_swim *s)
 
 void rd_swim_set_seeds(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n)
 {
-    struct rd_addr was[SEEDS_MAX];
+    struct rd_addr was[RD_SWIM_SEEDS_MAX];
     size_t nwas = s->nseeds;
     memcpy(was, s->seeds, nwas * sizeof was[0]);
     s->nseeds = 0;
-    for (size_t k = 0; k < n && s->nseeds < SEEDS_MAX; k++) {
+    for (size_t k = 0; k < n && s->nseeds < RD_SWIM_SEEDS_MAX; k++) {
         bool dup = rd_addr_equal(&seeds[k], &s->members[0].addr);
         for (size_t i = 0; i < s->nseeds && !dup; i++)
             dup = rd_addr_equal(&s->seeds[i], &seeds[k]);

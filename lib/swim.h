@@ -82,9 +82,10 @@ struct rd_swim_event {
 /** Counters, for INFO and tests. */
 struct rd_swim_stats {
     uint64_t packets_in, packets_out;
-    uint64_t probes, probes_failed, indirect_probes;
+    uint64_t probes, probes_acked, probes_failed, indirect_probes; /**< sent, then how each ended */
     uint64_t refutes; /**< times we raised our incarnation to refute */
-    uint64_t syncs_in, syncs_out, syncs_failed;
+    uint64_t syncs_in, syncs_out, syncs_done,
+        syncs_failed;              /**< out: started, then how each ended */
     uint64_t events_dropped;       /**< events lost because nobody drained the queue */
     uint64_t incarnations_refused; /**< records whose incarnation jumped implausibly far */
     uint64_t members_refused_full; /**< new members refused: the table held RD_MAX_MEMBERS */
@@ -161,6 +162,9 @@ void rd_swim_sync_done(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
  * the sync queue is full): whoever waits for that exchange would wait in vain.
  */
 bool rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seeds, size_t n);
+/** Seeds remembered for joining; rd_swim_join and rd_swim_set_seeds keep the first ones. */
+#define RD_SWIM_SEEDS_MAX 16
+
 /**
  * Replaces the seeds with seeds[0..n) (what their names resolve to now: hosts come and go).
  * While not joined, a seed not among the previous ones is synced with at once, and the

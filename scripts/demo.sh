@@ -6,8 +6,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/setup.sh
-# (the static link warns that getaddrinfo needs this glibc's NSS modules at run time:
-# true, and harmless on the machine that built it; the log is shown only on failure)
+# (the static link warns that getpwnam and friends need this glibc's NSS modules at run
+# time: only for a group name given to --admin-group; the log is shown only on failure)
 mkdir -p build
 if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"; } \
   >build/build.log 2>&1; then

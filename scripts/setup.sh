@@ -5,7 +5,7 @@ set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev libc-ares-dev
       libcmocka-dev libhiredis-dev redis-tools redis-server python3 python3-redis procps iproute2 nftables
       netcat-openbsd dnsmasq-base serf clang libclang-rt-14-dev clang-format
-      help2man systemd buildah umoci yamllint"
+      help2man systemd prometheus curl buildah umoci yamllint"
 # node and npm check the Kubernetes manifests (deploy/kubernetes/check) and run the Node.js
 # Redis clients of proc_test_clients (tests/clients/node): Debian's, unless
 # a node that brings its own npm is already there.
@@ -20,19 +20,14 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-# The manifests' schema checker, pinned by its lock file (tests/deploy/kubernetes.sh). The
-# registry unreachable fails nothing else: that one test is skipped, and says why.
-check=$(dirname "$0")/../deploy/kubernetes/check
-if [ ! -d "$check/node_modules/kubernetes-models" ]; then
-  echo "setup: npm ci in deploy/kubernetes/check"
-  (cd "$check" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
-    echo "setup: npm ci failed: deploy_kubernetes will be skipped"
-fi
-# The Node.js Redis clients (node-redis, ioredis) that proc_test_clients drives, pinned by
-# their lock file; without them that one test is skipped, and says why.
-clients=$(dirname "$0")/../tests/clients/node
-if [ ! -d "$clients/node_modules/ioredis" ] || [ ! -d "$clients/node_modules/redis" ]; then
-  echo "setup: npm ci in tests/clients/node"
-  (cd "$clients" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
-    echo "setup: npm ci failed: proc_test_clients will be skipped"
-fi
+# The Node.js packages tests drive, each pinned by its lock file: the manifests' schema
+# checker (deploy_kubernetes) and the Redis client libraries (proc_test_clients). Installed
+# again when the lock file changes. A registry out of reach fails nothing here: the test
+# that needs them then says why it cannot run.
+for dir in deploy/kubernetes/check tests/clients/node; do
+  d=$(dirname "$0")/../$dir
+  [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ] && continue
+  echo "setup: npm ci in $dir"
+  (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "setup: npm ci failed in $dir"
+done

@@ -7,15 +7,16 @@
 # capabilities the manifest gives it, on directories laid out as the kubelet makes them,
 # and checks what the agent will find: its directories and a keyring it accepts.
 #   tests/deploy/kubernetes.sh SOURCE_DIR
-# Exit 77 (skipped) without yamllint, node or the checker's packages (scripts/setup.sh
-# installs all three).
+# Without yamllint, node or the checker's packages (scripts/setup.sh installs all three):
+# skipped, or failed under scripts/test.sh (missing.sh).
 set -euo pipefail
 src=$1
 dir=$src/deploy/kubernetes
-command -v yamllint >/dev/null || { echo "SKIP: yamllint not installed"; exit 77; }
-command -v node >/dev/null || { echo "SKIP: node not installed"; exit 77; }
+. "$(dirname "$0")/missing.sh"
+command -v yamllint >/dev/null || missing "yamllint not installed"
+command -v node >/dev/null || missing "node not installed"
 [ -d "$dir/check/node_modules/kubernetes-models" ] ||
-  { echo "SKIP: run scripts/setup.sh (npm ci in deploy/kubernetes/check)"; exit 77; }
+  missing "the schema checker's packages (npm ci in deploy/kubernetes/check)"
 leave_ms=$(sed -n 's/^#define RD_LEAVE_TIMEOUT_MS \([0-9]*\).*/\1/p' "$src/agent/config.h")
 [ -n "$leave_ms" ] || { echo "FAIL: RD_LEAVE_TIMEOUT_MS not found in agent/config.h"; exit 1; }
 yamllint -s -c "$dir/.yamllint" "$dir"/*.yaml

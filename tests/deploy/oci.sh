@@ -5,15 +5,17 @@
 # filesystem holding the binary and nothing else (unpacked by umoci), and that binary
 # running there as the image's user with no libc beside it.
 #   tests/deploy/oci.sh SOURCE_DIR WORK_DIR
-# Exit 77 (skipped) where buildah or umoci is missing or cannot build (no root, or a root
-# that is no mount point, as in a plain chroot: deploy/oci/README.md).
+# Exit 77 (skipped) where buildah cannot build (no root, or a root that is no mount point,
+# as in a plain chroot: deploy/oci/README.md); without buildah or umoci, skipped, or failed
+# under scripts/test.sh (missing.sh).
 set -euo pipefail
 src=$1 work=$2
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || skip "needs root (buildah's storage, chroot)"
-command -v buildah >/dev/null || skip "buildah not installed (apt-get install buildah)"
-command -v umoci >/dev/null || skip "umoci not installed (apt-get install umoci)"
+. "$(dirname "$0")/missing.sh"
+command -v buildah >/dev/null || missing "buildah not installed (apt-get install buildah)"
+command -v umoci >/dev/null || missing "umoci not installed (apt-get install umoci)"
 
 mkdir -p "$work"
 tmp=$(mktemp -d "$work/tmp.XXXXXX")

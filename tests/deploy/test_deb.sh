@@ -9,13 +9,14 @@
 #  - unpacked: the binary is static and `ringd --version` prints VERSION; the unit runs it
 #    from /usr/bin with the /etc config; the man page came from --help with the agent's
 #    options in it.
-# Skipped (77) without help2man or dpkg-deb. About 10 s (7 s of Release build when cold).
+# Without help2man, dpkg-deb or cpack: skipped, or failed under scripts/test.sh (missing.sh). About 10 s (7 s of Release build when cold).
 set -u
 SRC=$1
 VERSION=$2
 BUILD=$3
+. "$(dirname "$0")/missing.sh"
 for t in help2man dpkg-deb cpack; do
-  command -v "$t" >/dev/null || { echo "$t not found: skipped"; exit 77; }
+  command -v "$t" >/dev/null || missing "$t not found"
 done
 . "$(dirname "$0")/lib.sh" deb
 

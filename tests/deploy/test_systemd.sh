@@ -9,11 +9,13 @@
 #    /run/ringd, state in /var/lib/ringd) and the unit's Type=notify, ExecReload, user;
 #  - the example config parses as `ringd agent --config` reads it: with its keyring
 #    pointed at a missing file, the agent stops at the keyring, past every config line.
-# Skipped (77) without systemd-analyze (Debian's systemd package).
+# Without systemd-analyze (Debian's systemd package): skipped, or failed under
+# scripts/test.sh (missing.sh).
 set -u
 SRC=$1
 RINGD=$2
-command -v systemd-analyze >/dev/null || { echo "systemd-analyze not found: skipped"; exit 77; }
+. "$(dirname "$0")/missing.sh"
+command -v systemd-analyze >/dev/null || missing "systemd-analyze not found"
 UNIT=$SRC/deploy/systemd/ringd.service
 CONF=$SRC/deploy/systemd/ringd.conf
 . "$(dirname "$0")/lib.sh" unit

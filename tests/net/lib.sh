@@ -12,6 +12,9 @@
 #
 # Observation goes through the agents' query sockets with redis-cli; the logs are read for
 # the report and for "member dead" counts.
+#
+# For seeds by name, a name server (Debian's dnsmasq) runs in the switch namespace, on an
+# address of the bridge, answering from records the test rewrites as it goes.
 
 RINGD=${RINGD:?path to the ringd binary}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -122,14 +125,16 @@ keys_up() {
   for i in $(seq 1 "$HOSTS"); do (umask 077; echo "$key" >"$(keysf "$i")") || return 1; done
 }
 
-# start I [nojoin]: starts (or restarts) the agent of host I in its namespace, same name,
-# address, socket, keyring file, state directory (a snapshot of the member table) and seeds
-# every time, or with no --join at all ("nojoin": it rejoins through its snapshot); its log
+# start I [nojoin | FLAG...]: starts (or restarts) the agent of host I in its namespace, same
+# name, address, socket, keyring file, state directory (a snapshot of the member table) and
+# seeds every time, or with no --join at all ("nojoin": it rejoins through its snapshot), or
+# with the FLAGs in place of the seeds (seeds by name: --dns-server, --join NAME); its log
 # is appended to.
 start() {
   i=$1
   rm -f "$(sock "$i")"
   joins=$(join_flags "$i")
+  [ $# -gt 1 ] && joins="${*:2}"
   [ "${2:-}" = nojoin ] && joins=""
   # shellcheck disable=SC2086
   nice -n "$NICE" ip netns exec "$(ns "$i")" "$RINGD" agent --name "$(name "$i")" \
@@ -156,9 +161,62 @@ crash() {
     for i in "$@"; do wait "$(pid_of "$i")"; forget "$(pid_of "$i")"; done; } 2>/dev/null
   return 0
 }
+# stop I: SIGTERM: the agent of host I leaves the cluster and exits (bounded: 10 s), reaped
+stop() {
+  p=$(pid_of "$1")
+  kill -TERM "$p" 2>/dev/null
+  for _ in $(seq 100); do   # until it has exited: reaped by the shell already, or a zombie
+    st=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$p/stat" 2>/dev/null)
+    if [ -z "$st" ] || [ "$st" = Z ]; then
+      wait "$p" 2>/dev/null; forget "$p"; return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
 freeze() { kill -STOP "$(pid_of "$1")"; }
 thaw() { kill -CONT "$(pid_of "$1")"; }
 alive_proc() { kill -0 "$(pid_of "$1")" 2>/dev/null; }
+
+# ------------------------------------------------------------------ a name server
+
+# The DNS scenario's name server: Debian's dnsmasq in the switch namespace, on DNS_ADDR (an
+# address given to br0 only when it starts), answering for DNS_ZONE alone: A records from a
+# hosts file that dns_hosts rewrites (SIGHUP makes dnsmasq read it again and drop its
+# cache), and the SRV records of DNS_SRV (one per seed, each target hI.DNS_ZONE at PORT).
+# TTLs are 0, so nothing between the agents and it can answer from an old record. Every
+# query is logged to $DIR/dns.log, which is how dns_queries counts a host's retries. It runs
+# as root (--user=root) because the hosts file is in $DIR, which is 0700.
+DNSMASQ=${DNSMASQ:-/usr/sbin/dnsmasq}
+DNS_ADDR=$NET.254
+DNS_ZONE=ringd.test
+DNS_SRV=_ringd._udp.$DNS_ZONE
+dns_up() {
+  ip -n "$SW" addr add "$DNS_ADDR/24" dev br0 || return 1
+  srv=""
+  for s in $SEEDS; do srv="$srv --srv-host=$DNS_SRV,h$s.$DNS_ZONE,$PORT"; done
+  # shellcheck disable=SC2086
+  ip netns exec "$SW" "$DNSMASQ" --keep-in-foreground --conf-file=/dev/null --no-resolv \
+    --no-hosts --addn-hosts="$DIR/dns.hosts" --local=/$DNS_ZONE/ --local-ttl=0 $srv \
+    --listen-address="$DNS_ADDR" --bind-interfaces --port=53 --user=root --pid-file= \
+    --log-queries --log-facility="$DIR/dns.log" 2>>"$DIR/dns.log" &
+  DNS_PID=$!
+  PIDS="$PIDS $DNS_PID"
+  for _ in $(seq 50); do   # bounded: 5 s to bind port 53
+    [ -n "$(ip netns exec "$SW" ss -Hlun "src $DNS_ADDR:53")" ] && return 0
+    kill -0 "$DNS_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "dnsmasq did not start:"; tail -5 "$DIR/dns.log"; return 1
+}
+# dns_hosts LINE...: the A records ("ADDRESS NAME", NAME without the zone) are these lines now
+dns_hosts() {
+  printf '%s\n' "$@" | awk -v z="$DNS_ZONE" '{ print $1, $2 "." z }' >"$DIR/dns.hosts.new"
+  mv "$DIR/dns.hosts.new" "$DIR/dns.hosts"
+  [ -z "${DNS_PID:-}" ] || kill -HUP "$DNS_PID"
+}
+# dns_queries NAME I: how many A queries for NAME.DNS_ZONE host I has sent
+dns_queries() { grep -c "query\[A\] $1\.$DNS_ZONE from $(addr "$2")\$" "$DIR/dns.log"; }
 
 # ------------------------------------------------------------------ faults (nftables, links)
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # run.sh RINGD — multi-host tests: 12 agents, each on its own network host (a network
 # namespace with its own address on a bridge), with real packet loss and partitions made
-# by nftables, crashes and restarts (lib.sh also has link cuts and freezes). Needs root;
-# exits 77 (skipped) without it.
+# by nftables, crashes and restarts (lib.sh also has link cuts and freezes). Needs root
+# and dnsmasq; exits 77 (skipped) without them.
 #
 #   1. 12 hosts converge; 20,000 keys asked on every host get identical owners
 #   2. 3 hosts SIGKILLed at once and restarted: all alive everywhere within 10 s
@@ -19,6 +19,10 @@
 #      through its --state-dir snapshot, all 12 agree within 10 s each time, no death
 #   8. 100 SIGHUPs to an agent serving MOWNER batches: 100 reloads, no suspicion, no leave,
 #      no ring change
+#   9. seeds by DNS, from dnsmasq in the switch namespace: hosts that left come back with
+#      no snapshot and a name as their only seed: srv:NAME (h1, h3, h4), and a name that
+#      points where no agent runs and is then moved to the seeds (h9): it joins at its
+#      next retry
 #
 # All gossip is sealed with a key made for the run (--keyring-file, --cluster net).
 # Prints a report table and `N passed, N failed` last; exits non-zero on any failure.
@@ -31,7 +35,7 @@ if [ $# -lt 1 ] || [ ! -x "$1" ]; then
   exit 2
 fi
 if [ "$(id -u)" != 0 ]; then echo "# skipped: needs root (network namespaces, nftables)"; exit 77; fi
-for tool in ip nft redis-cli timeout; do
+for tool in ip nft redis-cli timeout /usr/sbin/dnsmasq; do
   command -v "$tool" >/dev/null || { echo "# skipped: $tool is missing"; exit 77; }
 done
 RINGD=$1
@@ -48,6 +52,9 @@ LOSS_S=${LOSS_S:-180}
 PART_S=${PART_S:-60}
 CUT_S=${CUT_S:-60}
 STILL_S=20                  # the last STILL_S seconds of the cut must be still
+SRV_HOSTS="1 3 4"           # rejoin with srv:NAME as their only seed
+MOVE=9                      # rejoins through a name that first points at NOWHERE
+NOWHERE=$NET.200            # no host has this address
 
 # A chroot or a container without its own mount namespace cannot make network namespaces:
 # that is where the suite is, not what it tests, so it is skipped (ctest: 77) and says so.
@@ -449,6 +456,92 @@ check "no ring changed: ring versions and h$HUP's ring checksum as before" same_
 WANT=$N
 check "all $N still agree" quiet agreed "$ALL"
 report "100 SIGHUPs to a loaded agent" "$(result)" "-" "$(false_deaths 1)" "-"
+
+# ------------------------------------------------------------------ 9. seeds by DNS
+# Each host here leaves (SIGTERM) and comes back with an empty state directory and a name as
+# its only seed: nobody probes or reconnects to a member that left, and there is no snapshot,
+# so the name server is its only way back in.
+log "scenario 9: seeds by DNS (dnsmasq on $DNS_ADDR): h${SRV_HOSTS// /, h} rejoin through srv:$DNS_SRV, h$MOVE through a name that moves"
+F0=$FAILED; agree="-"
+settle "DNS seeds"
+dns_hosts "$(addr 1) h1" "$(addr 2) h2" "$NOWHERE seeds"
+dns_up || fail "could not start dnsmasq on $DNS_ADDR"
+mark
+owners "1" "$DIR/owners.dns0.1"
+DNSF="--dns-server $DNS_ADDR:53"
+others_of() { for j in $ALL; do [ "$j" = "$1" ] || printf '%s ' "$j"; done; }
+# leave_clean I: host I leaves, the others agree on N-1 alive, and its snapshot is gone
+leave_clean() {
+  stop "$1" || { fail "h$1 did not exit within 10 s of SIGTERM"; return 1; }
+  wait_agreed 10 "$(others_of "$1")" $((N - 1)) >/dev/null ||
+    fail "the others did not agree on h$1 having left within 10 s"
+  rm -rf "$DIR/h$1/state"
+}
+# resolved I TEXT ADDR...: host I logged TEXT resolving to every ADDR (at PORT)
+resolved() {
+  line=$(since_mark "$1" | grep "msg=\"seed resolved\" seed=$2 " | tail -1)
+  for a in "${@:3}"; do case "$line" in *"$a:$PORT"*) ;; *) return 1 ;; esac; done
+  [ -n "$line" ]
+}
+worst=0; slow=""
+for i in $SRV_HOSTS; do
+  leave_clean "$i"
+  t0=$(now_ms)
+  start "$i" $DNSF --join "srv:$DNS_SRV"
+  wait_sockets "$i" || fail "h$i did not restart"
+  if wait_agreed 10 "$ALL" $N >/dev/null; then
+    took=$(( $(now_ms) - t0 ))
+    [ "$took" -gt "$worst" ] && worst=$took
+  else
+    slow="$slow h$i"
+    for j in $ALL; do echo "#   h$j: $(view "$j")"; done
+  fi
+  resolved "$i" "srv:$DNS_SRV" "$(addr 1)" "$(addr 2)" || slow="$slow h$i(no-SRV-answer)"
+done
+check "h${SRV_HOSTS// /, h}, back with no snapshot and srv:$DNS_SRV as the only seed, found both seeds in its SRV records, and all $N agreed within 10 s of each start (slowest $(secs $worst) s)${slow:+; failed:$slow}" [ -z "$slow" ]
+agree="SRV: slowest $(secs $worst) s"
+
+# The moving name: seeds.$DNS_ZONE first points at $NOWHERE, where no agent runs; h$MOVE's
+# joins fail and it keeps asking, at every retry (1 s after the start, then gaps doubling to
+# 30 s: at 1, 3, 7, 15, 31 s...). Then the name is moved to the two seeds.
+leave_clean "$MOVE"
+t0=$(now_ms)
+start "$MOVE" $DNSF --join "seeds.$DNS_ZONE:$PORT"
+wait_sockets "$MOVE" || fail "h$MOVE did not restart"
+retrying() {
+  since_mark "$MOVE" | grep -q "msg=\"join attempt failed\" seed=$NOWHERE:$PORT " &&
+    [ "$(dns_queries seeds "$MOVE")" -ge 2 ] && [ "$(info "$MOVE" ready)" = 0 ] &&
+    [ "$(info "$MOVE" members_alive)" = 1 ]
+}
+if wait_for 10 retrying >/dev/null; then
+  ok "h$MOVE, seeded by a name pointing at $NOWHERE, fails to join, stays alone and not ready, and asks the name again ($(dns_queries seeds "$MOVE") A queries in $(secs $(( $(now_ms) - t0 ))) s)"
+else
+  fail "h$MOVE did not show a failing, retrying join to $NOWHERE within 10 s (queries: $(dns_queries seeds "$MOVE"), ready: $(info "$MOVE" ready), alive: $(info "$MOVE" members_alive))"
+fi
+check "h$MOVE logged seeds.$DNS_ZONE resolving to $NOWHERE" resolved "$MOVE" "seeds.$DNS_ZONE:$PORT" "$NOWHERE"
+el=$(( $(now_ms) - t0 ))
+dns_hosts "$(addr 1) h1" "$(addr 2) h2" "$(addr 1) seeds" "$(addr 2) seeds"
+t1=$(now_ms)
+# The bound: the first retry of the schedule that comes more than 0.5 s after the change (one
+# closer may already have asked), plus 5 s to resolve, join and spread the news to all N.
+next=$(awk -v e=$(( el + 500 )) 'BEGIN { t = 0; g = 1000
+  while (t <= e) { t += g; g = g * 2 < 30000 ? g * 2 : 30000 } print t }')
+bound=$(( (next - el + 5000 + 999) / 1000 ))
+if wait_agreed "$bound" "$ALL" $N >/dev/null; then
+  took=$(( $(now_ms) - t1 ))
+  ok "the name moved to the seeds $(secs $el) s after h$MOVE started: h$MOVE joined and all $N agree $(secs $took) s later (bound $bound s: its next retry, at $(secs "$next") s, + 5 s)"
+  agree="$agree; moved name: $(secs $took) s"
+else
+  fail "the name moved $(secs $el) s after h$MOVE started, yet all $N did not agree within $bound s (queries: $(dns_queries seeds "$MOVE"))"
+  for j in $ALL; do echo "#   h$j: $(view "$j")"; done
+  agree="$agree; moved name: > $bound s"
+fi
+check "h$MOVE logged seeds.$DNS_ZONE resolving to both seeds" resolved "$MOVE" "seeds.$DNS_ZONE:$PORT" "$(addr 1)" "$(addr 2)"
+fd=$(false_deaths 1)
+check "no member declared dead while hosts came and went by DNS ($fd)" [ "$fd" -eq 0 ]
+owners_all "$ALL" dns >/dev/null && mv=$(moved "$DIR/owners.dns0.1" "$DIR/owners.dns.1") || mv="?"
+check "owners identical everywhere and as before ($mv moved)" [ "$mv" = 0.000 ]
+report "seeds by DNS: SRV, a name that moves" "$(result)" "$agree" "$fd" "$mv"
 
 log "done in $(secs $(( $(now_ms) - T0 ))) s"
 finish

@@ -36,12 +36,12 @@ static const char *describe(const struct rd_agent_config *c)
     snprintf(out, sizeof out,
              "name=%s bind=%s port=%u advertise=%s adv_port=%u joins=[%s] socket=%s mode=%o "
              "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu verify=%d/%d profile=%s "
-             "config=%s",
+             "config=%s metrics=%s/%u",
              c->name, c->bind_text, c->bind.port, c->advertise_text, c->advertise.port, joins,
              c->socket_path, c->socket_mode, (unsigned)c->vnodes, (unsigned)c->weight, c->zone,
              c->tags, (int)c->log_format, (int)c->log_level, (unsigned long long)c->seed,
              (int)c->gossip_verify_incoming, (int)c->gossip_verify_outgoing,
-             rd_swim_profile_name(c->profile), c->config_path);
+             rd_swim_profile_name(c->profile), c->config_path, c->metrics_text, c->metrics.port);
     return out;
 }
 
@@ -113,7 +113,7 @@ static const struct flag_case flag_cases[] = {
      false,
      "name=t1 bind=0.0.0.0:7946 port=7946 advertise= adv_port=7946 joins=[] "
      "socket=/run/ringd/ringd.sock mode=660 vnodes=512 weight=1000 zone= tags= log=0/1 seed=0 "
-     "verify=0/0 profile=lan config="},
+     "verify=0/0 profile=lan config= metrics=/0"},
     /* valid values, both spellings */
     {{"--name", "web-1.eu:a@b_c"}, false, "name=web-1.eu:a@b_c "},
     {{"--bind", "127.0.0.1:9000"}, false, "bind=127.0.0.1:9000 port=9000 advertise= adv_port=9000"},
@@ -138,6 +138,7 @@ static const struct flag_case flag_cases[] = {
     {{"--profile", "wan"}, false, "profile=wan "},
     {{"--profile=local"}, false, "profile=local "},
     {{"--profile", "wan", "--profile", "lan"}, false, "profile=lan "},
+    {{"--metrics-addr", "127.0.0.1:9101"}, false, "metrics=127.0.0.1:9101/9101"},
     /* given twice: the last wins */
     {{"--vnodes", "5", "--vnodes=9"}, false, "vnodes=9 "},
     {{"--name", "a", "--name", "b"}, false, "name=b "},
@@ -173,6 +174,7 @@ static const struct flag_case flag_cases[] = {
     {{"--log-level", "trace"}, true, "--log-level: 'trace' is not debug, info, warn or error"},
     {{"--seed", "x"}, true, "--seed: 'x' is not a number"},
     {{"--profile", "LAN"}, true, "--profile: 'LAN' is not lan, wan or local"},
+    {{"--metrics-addr", "127.0.0.1"}, true, "--metrics-addr 127.0.0.1: expected HOST:PORT"},
     {{"--profile="}, true, "--profile: '' is not lan, wan or local"},
     {{"--profile", "lan "}, true, "--profile: 'lan ' is not lan, wan or local"},
     {{"--seed", "1 "}, true, "--seed: '1 ' is not a number"},
@@ -346,6 +348,7 @@ static void test_config_help_names_every_option_once(void **state)
         "dns-server",
         "rejoin",
         "profile",
+        "metrics-addr",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {

@@ -1,7 +1,10 @@
 /*
  * test_dns.c — the pure parts of seed resolution: reading "srv:NAME" and HOST:PORT seed
- * texts, building a seed list from several answers, and IPv4 first. The resolver itself
- * is exercised against a real name server in tests/proc/test_dns.sh.
+ * texts, building a seed list from several answers, and IPv4 first; and a resolver's
+ * lifetime on a real loop, where the use-after-free would be: a literal answered through
+ * the loop, a request abandoned and a resolver closed while a query waits (the name server
+ * is a closed port on loopback). Answers from a real name server are checked in
+ * tests/proc/test_dns.sh.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,6 +44,17 @@ static void test_spec_srv(void **state)
     assert_non_null(strstr(err, "srv:NAME"));
     assert_int_equal(rd_dns_spec_parse("srv:x.org:53", 7946, &s, err, sizeof err), RD_EINVAL);
     assert_int_equal(rd_dns_spec_parse("srv:a b", 7946, &s, err, sizeof err), RD_EINVAL);
+    /* the longest name fits --join's text and the request's; one more is refused, not cut */
+    char text[RD_HOSTPORT_MAX + 8];
+    memcpy(text, RD_DNS_SRV_PREFIX, 4);
+    memset(text + 4, 'a', RD_DNS_NAME_MAX);
+    text[4 + RD_DNS_NAME_MAX] = '\0';
+    assert_true(strlen(text) <= RD_HOSTPORT_MAX);
+    assert_int_equal(rd_dns_spec_parse(text, 7946, &s, err, sizeof err), 0);
+    memset(text + 4, 'a', RD_HOSTPORT_MAX);
+    text[4 + RD_HOSTPORT_MAX] = '\0';
+    assert_int_equal(rd_dns_spec_parse(text, 7946, &s, err, sizeof err), RD_EINVAL);
+    assert_non_null(strstr(err, "at most 253"));
 }
 
 static void test_spec_hostport(void **state)
@@ -90,6 +104,92 @@ static void test_ipv4_first_is_stable(void **state)
     }
 }
 
+struct answers {
+    int calls, rc;
+    size_t n;
+    struct rd_addr first;
+};
+
+static void on_answer(void *ctx, const char *text, int rc, const struct rd_addr *addrs, size_t n,
+                      const char *why)
+{
+    (void)text, (void)why;
+    struct answers *a = ctx;
+    a->calls++;
+    a->rc = rc;
+    a->n = n;
+    if (n) a->first = addrs[0];
+}
+
+static void stop_loop(uv_timer_t *t)
+{
+    uv_stop(t->loop);
+}
+
+/* Runs the loop for at most `ms`, or until nothing is left to run. */
+static void run_for(uv_loop_t *loop, uint64_t ms)
+{
+    uv_timer_t guard;
+    uv_timer_init(loop, &guard);
+    uv_timer_start(&guard, stop_loop, ms, 0);
+    uv_unref((uv_handle_t *)&guard);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&guard, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void test_literal_answered_through_the_loop(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct rd_dns *d;
+    char err[256];
+    assert_int_equal(rd_dns_start(&loop, "127.0.0.1:1", &d, err, sizeof err), 0);
+    struct answers a = {0};
+    assert_int_equal(
+        rd_dns_resolve(d, "127.0.0.5:7000", 7946, on_answer, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(a.calls, 0); /* never from inside the call */
+    run_for(&loop, 2000);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.n, 1);
+    struct rd_addr want = {.family = 4, .port = 7000, .ip = {127, 0, 0, 5}};
+    assert_true(rd_addr_equal(&a.first, &want));
+    rd_dns_close(d);
+    run_for(&loop, 2000);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void test_abandoned_and_closed_while_waiting(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct rd_dns *d;
+    char err[256];
+    assert_int_equal(rd_dns_start(&loop, "127.0.0.1:1", &d, err, sizeof err), 0);
+    struct answers kept = {0}, dropped = {0}, srv = {0};
+    struct rd_dns_req *r;
+    assert_int_equal(
+        rd_dns_resolve(d, "seed.invalid:7946", 7946, on_answer, &dropped, &r, err, sizeof err), 0);
+    rd_dns_abandon(r);
+    assert_int_equal(
+        rd_dns_resolve(d, "other.invalid:7946", 7946, on_answer, &kept, NULL, err, sizeof err), 0);
+    run_for(&loop, 8000); /* the closed port refuses: the kept one fails, with a reason */
+    assert_int_equal(dropped.calls, 0);
+    assert_int_equal(kept.calls, 1);
+    assert_true(kept.rc < 0);
+    /* closed with a question out: its callback never runs, and nothing is left behind */
+    assert_int_equal(rd_dns_resolve(d, "srv:_ringd._udp.x.invalid", 7946, on_answer, &srv, NULL,
+                                    err, sizeof err),
+                     0);
+    rd_dns_close(d);
+    run_for(&loop, 8000);
+    assert_int_equal(srv.calls, 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -97,6 +197,8 @@ int main(void)
         cmocka_unit_test(test_spec_hostport),
         cmocka_unit_test(test_merge_dedups_keeps_order_and_cap),
         cmocka_unit_test(test_ipv4_first_is_stable),
+        cmocka_unit_test(test_literal_answered_through_the_loop),
+        cmocka_unit_test(test_abandoned_and_closed_while_waiting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -164,6 +164,23 @@ static bool fake_ready(void *ctx)
     return !a->not_ready;
 }
 
+/* METRICS: the server's own counts as the host would read them, to check both at once. */
+static const char *fake_metrics(void *ctx, size_t *len)
+{
+    struct fake_agent *a = ctx;
+    struct rd_query_stats st;
+    size_t n = rd_query_stats(a->q, &st);
+    static char text[512];
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++)
+        if (st.counts[i])
+            used += (size_t)snprintf(text + used, sizeof text - used, "%s=%" PRIu64 " ",
+                                     st.names[i], st.counts[i]);
+    used += (size_t)snprintf(text + used, sizeof text - used, "connections=%zu\n", st.connections);
+    *len = used;
+    return text;
+}
+
 static void fake_leave(void *ctx)
 {
     struct fake_agent *a = ctx;
@@ -218,7 +235,8 @@ static int setup(void **state)
                                      .keyring_list = fake_keyring_list,
                                      .keyring_change = fake_keyring_change,
                                      .ready = fake_ready,
-                                     .change = fake_change};
+                                     .change = fake_change,
+                                     .metrics = fake_metrics};
     char err[256];
     if (rd_dns_start(&f->loop, "127.0.0.1:1", &f->dns, err, sizeof err) != 0)
         fail_msg("rd_dns_start: %s", err);
@@ -414,6 +432,19 @@ static void test_query_members_lists_fields_in_pairs(void **state)
                  "*1\r\n*14\r\n$4\r\nname\r\n$2\r\nm1\r\n$4\r\naddr\r\n$14\r\n127.0.0.1:7946\r\n"
                  "$6\r\nstatus\r\n$5\r\nalive\r\n$11\r\nincarnation\r\n$1\r\n7\r\n"
                  "$6\r\nweight\r\n$5\r\n1.000\r\n$4\r\nzone\r\n$0\r\n\r\n$4\r\ntags\r\n$0\r\n\r\n");
+    close(fd);
+}
+
+/* METRICS answers the host's text as one bulk string, and every request is counted under
+ * its command (unknown ones together), the METRICS being answered included. */
+static void test_query_metrics_returns_the_host_text_and_counts_commands(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    expect_reply(f, fd, "PING\r\nping\r\nNOSUCH\r\nOWNER k\r\nMETRICS\r\n",
+                 "+PONG\r\n+PONG\r\n-ERR unknown command 'NOSUCH'\r\n$2\r\nm2\r\n"
+                 "$49\r\nOWNER=1 PING=2 METRICS=1 unknown=1 connections=1\n\r\n");
+    expect_reply(f, fd, "METRICS extra\r\n", "-ERR wrong number of arguments for 'metrics'\r\n");
     close(fd);
 }
 
@@ -1457,6 +1488,7 @@ int main(void)
         T(test_query_errors_keep_the_connection),
         T(test_query_members_lists_fields_in_pairs),
         T(test_query_info_formats_every_field_in_order),
+        T(test_query_metrics_returns_the_host_text_and_counts_commands),
         T(test_query_protocol_error_is_answered_then_closed),
         T(test_query_join_event_published_mid_request_precedes_the_reply),
         T(test_query_not_ready_refuses_placement_only),

@@ -107,6 +107,17 @@ static void test_crashed_member_is_declared_dead_by_all(void **state)
     assert_true(t <= 15000);
     assert_int_equal(sim_false_deaths(sim), 0);
     assert_true(sim_converged(sim, 9));
+    /* every probe sent ends once, acked or failed, so both counts only grow; the crashed
+     * member's probes failed, the others' were acked */
+    for (int i = 0; i < 10; i++) {
+        if (i == 5) continue;
+        const struct rd_swim_stats *st = rd_swim_stats(sim_swim(sim, i));
+        assert_true(st->probes_acked + st->probes_failed <= st->probes);
+        assert_true(st->probes_acked + st->probes_failed + 1 >= st->probes);
+        assert_true(st->probes_acked > 0);
+        assert_true(st->syncs_done > 0 || i == 0);
+        assert_true(st->syncs_done + st->syncs_failed <= st->syncs_out);
+    }
     sim_delete(sim);
 }
 
