@@ -193,10 +193,10 @@ struct rd_query {
     size_t handles;      /* open handles (listener, flusher, connections) */
     struct qconn *dirty; /* connections with output to send this turn */
     size_t nconns, nwatchers;
-    size_t join_waiters;                          /* connections with join_waiting set */
-    uint64_t next_id;                             /* CLIENT ID of the last connection */
-    uint64_t rejected;                            /* connections refused at RD_QUERY_MAX_CONNS */
-    uint64_t cut_off;                             /* connections closed for unread output */
+    size_t join_waiters; /* connections with join_waiting set */
+    uint64_t next_id;    /* CLIENT ID of the last connection */
+    uint64_t rejected;   /* connections refused at RD_QUERY_MAX_CONNS */
+    uint64_t cut_off;    /* connections closed for unread output */
     uint64_t command_counts[RD_QUERY_COMMANDS_MAX + 1]; /* by row of commands[]; last: unknown */
     uint64_t accept_errors;                       /* failed accepts (EMFILE...), logged sparingly */
     uint64_t accept_logged_ms, refused_logged_ms; /* when each was last logged (0: never) */
@@ -1414,33 +1414,6 @@ static const struct command client_commands[] = {
                "connection", "Closes the connection with an id",
                "ID=client-id:integer SKIPME=yes-no:string:optional"),
 };
-#define NCOMMANDS (sizeof commands / sizeof commands[0])
-_Static_assert(NCOMMANDS <= RD_QUERY_COMMANDS_MAX, "raise RD_QUERY_COMMANDS_MAX");
-
-/* Counts the request under its command's row, or under "unknown". */
-static void count_command(struct rd_query *q, const struct rd_resp_request *r)
-{
-    size_t i = 0;
-    while (i < NCOMMANDS && !arg_is(&r->argv[0], commands[i].name))
-        i++;
-    q->command_counts[i < NCOMMANDS ? i : RD_QUERY_COMMANDS_MAX]++;
-}
-
-size_t rd_query_stats(const struct rd_query *q, struct rd_query_stats *out)
-{
-    *out = (struct rd_query_stats){.connections = q->nconns,
-                                   .watchers = q->nwatchers,
-                                   .rejected = q->rejected,
-                                   .cut_off = q->cut_off};
-    size_t n = 0;
-    for (; n < NCOMMANDS; n++) {
-        out->names[n] = commands[n].name;
-        out->counts[n] = q->command_counts[n];
-    }
-    out->names[n] = "unknown";
-    out->counts[n++] = q->command_counts[RD_QUERY_COMMANDS_MAX];
-    return n;
-}
 
 static void cmd_client(struct qconn *c, const struct rd_resp_request *r)
 {
@@ -1527,6 +1500,32 @@ static const struct command commands[] = {
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
+_Static_assert(NCOMMANDS <= RD_QUERY_COMMANDS_MAX, "raise RD_QUERY_COMMANDS_MAX");
+
+/* Counts the request under its command's row, or under "unknown". */
+static void count_command(struct rd_query *q, const struct rd_resp_request *r)
+{
+    size_t i = 0;
+    while (i < NCOMMANDS && !arg_is(&r->argv[0], commands[i].name))
+        i++;
+    q->command_counts[i < NCOMMANDS ? i : RD_QUERY_COMMANDS_MAX]++;
+}
+
+size_t rd_query_stats(const struct rd_query *q, struct rd_query_stats *out)
+{
+    *out = (struct rd_query_stats){.connections = q->nconns,
+                                   .watchers = q->nwatchers,
+                                   .rejected = q->rejected,
+                                   .cut_off = q->cut_off};
+    size_t n = 0;
+    for (; n < NCOMMANDS; n++) {
+        out->names[n] = commands[n].name;
+        out->counts[n] = q->command_counts[n];
+    }
+    out->names[n] = "unknown";
+    out->counts[n++] = q->command_counts[RD_QUERY_COMMANDS_MAX];
+    return n;
+}
 
 /* Simple strings, one per space-separated word of `words`, then `extra` (NULL-ended) as a
  * set: COMMAND's flags and ACL categories. */
