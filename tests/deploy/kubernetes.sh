@@ -15,8 +15,14 @@ dir=$src/deploy/kubernetes
 . "$(dirname "$0")/missing.sh"
 command -v yamllint >/dev/null || missing "yamllint not installed"
 command -v node >/dev/null || missing "node not installed"
-[ -d "$dir/check/node_modules/kubernetes-models" ] ||
+if [ ! -d "$dir/check/node_modules/kubernetes-models" ]; then
+  # the registry out of reach at set-up is the network, not a broken set-up: skipped
+  if [ -s "$dir/check/.npm-ci-failed" ]; then
+    echo "SKIP: npm ci could not fetch the schema checker at set-up: $(cat "$dir/check/.npm-ci-failed")"
+    exit 77
+  fi
   missing "the schema checker's packages (npm ci in deploy/kubernetes/check)"
+fi
 leave_ms=$(sed -n 's/^#define RD_LEAVE_TIMEOUT_MS \([0-9]*\).*/\1/p' "$src/agent/config.h")
 [ -n "$leave_ms" ] || { echo "FAIL: RD_LEAVE_TIMEOUT_MS not found in agent/config.h"; exit 1; }
 yamllint -s -c "$dir/.yamllint" "$dir"/*.yaml
