@@ -12,11 +12,10 @@
 set -euo pipefail
 src=$1
 dir=$src/deploy/kubernetes
-. "$(dirname "$0")/missing.sh"
+. "$(dirname "$0")/../missing.sh"
 command -v yamllint >/dev/null || missing "yamllint not installed"
 command -v node >/dev/null || missing "node not installed"
-[ -d "$dir/check/node_modules/kubernetes-models" ] ||
-  missing "the schema checker's packages (npm ci in deploy/kubernetes/check)"
+need_npm "$dir/check" kubernetes-models
 leave_ms=$(sed -n 's/^#define RD_LEAVE_TIMEOUT_MS \([0-9]*\).*/\1/p' "$src/agent/config.h")
 [ -n "$leave_ms" ] || { echo "FAIL: RD_LEAVE_TIMEOUT_MS not found in agent/config.h"; exit 1; }
 yamllint -s -c "$dir/.yamllint" "$dir"/*.yaml

@@ -13,7 +13,7 @@ src=$1 work=$2
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || skip "needs root (buildah's storage, chroot)"
-. "$(dirname "$0")/missing.sh"
+. "$(dirname "$0")/../missing.sh"
 command -v buildah >/dev/null || missing "buildah not installed (apt-get install buildah)"
 command -v umoci >/dev/null || missing "umoci not installed (apt-get install umoci)"
 

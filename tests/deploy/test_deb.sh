@@ -14,7 +14,7 @@ set -u
 SRC=$1
 VERSION=$2
 BUILD=$3
-. "$(dirname "$0")/missing.sh"
+. "$(dirname "$0")/../missing.sh"
 for t in help2man dpkg-deb cpack; do
   command -v "$t" >/dev/null || missing "$t not found"
 done

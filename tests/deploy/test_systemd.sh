@@ -14,7 +14,7 @@
 set -u
 SRC=$1
 RINGD=$2
-. "$(dirname "$0")/missing.sh"
+. "$(dirname "$0")/../missing.sh"
 command -v systemd-analyze >/dev/null || missing "systemd-analyze not found"
 UNIT=$SRC/deploy/systemd/ringd.service
 CONF=$SRC/deploy/systemd/ringd.conf

@@ -20,9 +20,9 @@ RINGD=${1:?usage: test_clients.sh path/to/ringd}
 HERE=$(cd "$(dirname "$0")" && pwd)
 NODE_DIR=$HERE/../clients/node
 HIREDIS_OWNERS=${RD_HIREDIS_OWNERS:-}
-command -v node >/dev/null || { echo "SKIP: node not installed (scripts/setup.sh)"; exit 77; }
-[ -d "$NODE_DIR/node_modules/redis" ] && [ -d "$NODE_DIR/node_modules/ioredis" ] ||
-  { echo "SKIP: node packages missing: run scripts/setup.sh (npm ci in tests/clients/node)"; exit 77; }
+. "$HERE/../missing.sh"
+command -v node >/dev/null || missing "node not installed"
+need_npm "$NODE_DIR" redis ioredis
 . "$HERE/lib.sh"
 
 # Debian's python3-redis is for Debian's python3, which a version manager may shadow.
