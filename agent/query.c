@@ -81,6 +81,7 @@
 
 #include "addr.h"
 #include "dns.h"
+#include "event.h"
 #include "files.h"
 #include "log.h"
 #include "msg.h"
@@ -122,6 +123,10 @@
 
 /** Longest client name (CLIENT SETNAME, HELLO SETNAME); Redis sets none, we bound it. */
 #define RD_QUERY_CLIENT_NAME_MAX 128
+/** Channels and patterns one connection may subscribe to (Redis sets no bound; we do). */
+#define RD_QUERY_SUBS_MAX 64
+/** Longest channel name or pattern. */
+#define RD_QUERY_CHANNEL_MAX 128
 /** Longest CLIENT SETINFO LIB-NAME or LIB-VER value. */
 #define RD_QUERY_CLIENT_LIB_MAX 64
 /** CLIENT LIST stops listing once its text reaches this many bytes. */
@@ -146,6 +151,13 @@ _Static_assert(RD_RESP_MAX_REQUEST <= RD_QUERY_MAX_OUTPUT,
 
 struct rd_query;
 struct command;
+
+/* One channel (SUBSCRIBE) or pattern (PSUBSCRIBE) of a connection. */
+struct qsub {
+    bool pattern;
+    size_t len;
+    char name[]; /* len bytes, any bytes, then a NUL */
+};
 
 struct qconn {
     struct rd_query *q;
@@ -181,6 +193,10 @@ struct qconn {
     const struct command *cmd, *subcmd;      /* the last command run, for CLIENT LIST */
     char name[RD_QUERY_CLIENT_NAME_MAX + 1]; /* CLIENT SETNAME; "" for none */
     char lib_name[RD_QUERY_CLIENT_LIB_MAX + 1], lib_ver[RD_QUERY_CLIENT_LIB_MAX + 1];
+    /* Pub/sub: what it subscribed to, in order; `listening` while it gets events. */
+    struct qsub *subs[RD_QUERY_SUBS_MAX];
+    size_t nsubs, npatterns;
+    bool listening; /* counted in q->nwatchers: WATCH, or at least one subscription */
 };
 
 struct rd_query {
@@ -210,6 +226,7 @@ struct rd_query {
     dev_t dev;  /* identity of that file, so close only removes ours */
     ino_t ino;
     struct rd_buf scratch; /* INFO text; an event being encoded */
+    struct rd_buf payload; /* an event's JSON object, for subscribers */
     /* Reads land here when a connection has no partial request buffered, and only the
      * unanswered tail is copied to the connection: an idle connection holds no buffer. */
     char shared_in[RD_QUERY_READ_CHUNK];
@@ -222,6 +239,7 @@ static void query_release(struct rd_query *q)
 {
     if (q->handles > 0 || !q->closing) return;
     rd_buf_free(&q->scratch);
+    rd_buf_free(&q->payload);
     free(q->admin_members);
     free(q);
 }
@@ -245,6 +263,8 @@ static void conn_closed(uv_handle_t *h)
                 break;
             }
     bool leave = c->leave_at != 0;
+    for (size_t i = 0; i < c->nsubs; i++)
+        free(c->subs[i]);
     rd_buf_free(&c->in);
     rd_buf_free(&c->out);
     rd_buf_free(&c->pend);
@@ -254,6 +274,18 @@ static void conn_closed(uv_handle_t *h)
     /* LEAVE was asked for; the client went away before its +OK was written: still leave. */
     if (leave && !q->closing) q->host.leave(q->host.ctx);
     query_release(q);
+}
+
+/* Counts c in q->nwatchers while it gets events: after WATCH, or while subscribed. */
+static void listening_update(struct qconn *c)
+{
+    bool now = !c->closing && (c->watching || c->nsubs > 0);
+    if (now == c->listening) return;
+    c->listening = now;
+    if (now)
+        c->q->nwatchers++;
+    else
+        c->q->nwatchers--;
 }
 
 static void conn_close(struct qconn *c)
@@ -268,10 +300,7 @@ static void conn_close(struct qconn *c)
         c->join_waiting = false;
         c->q->join_waiters--;
     }
-    if (c->watching) {
-        c->watching = false;
-        c->q->nwatchers--;
-    }
+    listening_update(c); /* the subscriptions are freed by conn_closed */
     uv_close((uv_handle_t *)&c->pipe, conn_closed);
 }
 
@@ -428,6 +457,12 @@ static bool arg_is(const struct rd_resp_arg *a, const char *word)
     return a->len == n && strncasecmp(a->ptr, word, n) == 0;
 }
 
+/* The same bytes (channel names are case-sensitive, as in Redis). */
+static bool arg_equal(const struct rd_resp_arg *a, const struct rd_resp_arg *b)
+{
+    return a->len == b->len && memcmp(a->ptr, b->ptr, a->len) == 0;
+}
+
 /* Canonical decimal in 0..max ("0", no leading zero otherwise); false for anything else. */
 static bool arg_count(const struct rd_resp_arg *a, size_t max, size_t *out)
 {
@@ -448,7 +483,12 @@ static void cmd_ping(struct qconn *c, const struct rd_resp_request *r)
         reply_wrong_arity(c, "ping");
         return;
     }
-    if (r->argc == 2)
+    if (c->nsubs > 0 && c->proto == RD_RESP2) { /* subscribed: Redis's ["pong", message] */
+        conn_rc(c, rd_resp_write_array(&c->pend, 2));
+        conn_rc(c, rd_resp_write_bulk(&c->pend, "pong", 4));
+        conn_rc(c, rd_resp_write_bulk(&c->pend, r->argc == 2 ? r->argv[1].ptr : "",
+                                      r->argc == 2 ? r->argv[1].len : 0));
+    } else if (r->argc == 2)
         conn_rc(c, rd_resp_write_bulk(&c->pend, r->argv[1].ptr, r->argv[1].len));
     else
         conn_rc(c, rd_resp_write_simple(&c->pend, "PONG"));
@@ -636,11 +676,215 @@ static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
         reply_wrong_arity(c, "watch");
         return;
     }
-    if (!c->watching) {
-        c->watching = true;
-        c->q->nwatchers++;
-    }
+    c->watching = true;
+    listening_update(c);
     conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+static void reply_int(struct qconn *c, int64_t n);
+static void command_name(const struct command *row, const struct command *parent, char *out,
+                         size_t cap);
+
+/* ============================================================ pub/sub
+ *
+ * SUBSCRIBE and PSUBSCRIBE as Redis has them, on the channels ringd publishes: "members"
+ * (membership events) and "ring" (ring changes), each message one JSON object as
+ * `ringd watch --json` prints it. Any other channel may be subscribed to, as in Redis,
+ * and never gets a message. In RESP2 a subscribed connection runs only the pub/sub
+ * commands, PING, QUIT and RESET (Redis's rule and error); in RESP3 messages are pushes,
+ * so every command goes on working, as in Redis 7.
+ */
+
+/* Redis's glob (stringmatchlen): '*' any run, '?' any byte, '[...]' a class ('^' negates,
+ * a-z ranges), '\' quotes the next byte. Iterative: a '*' only ever resumes at the last
+ * one seen, so the cost is bounded by len(p) x len(s), with no recursion. */
+static bool glob_match(const char *p, size_t plen, const char *s, size_t slen)
+{
+    size_t pi = 0, si = 0, star_p = SIZE_MAX, star_s = 0;
+    while (si < slen) {
+        bool ok = false;
+        size_t next = pi;
+        if (pi < plen && p[pi] == '*') {
+            star_p = ++pi;
+            star_s = si;
+            continue;
+        }
+        if (pi < plen && p[pi] == '?') {
+            ok = true;
+            next = pi + 1;
+        } else if (pi < plen && p[pi] == '[') {
+            size_t k = pi + 1;
+            bool negate = k < plen && p[k] == '^', hit = false;
+            if (negate) k++;
+            for (; k < plen && p[k] != ']'; k++) {
+                if (p[k] == '\\' && k + 1 < plen) {
+                    hit |= p[++k] == s[si];
+                } else if (k + 2 < plen && p[k + 1] == '-' && p[k + 2] != ']') {
+                    unsigned char lo = (unsigned char)p[k], hi = (unsigned char)p[k + 2];
+                    if (lo > hi) {
+                        unsigned char t = lo;
+                        lo = hi;
+                        hi = t;
+                    }
+                    hit |= (unsigned char)s[si] >= lo && (unsigned char)s[si] <= hi;
+                    k += 2;
+                } else {
+                    hit |= p[k] == s[si];
+                }
+            }
+            ok = hit != negate;
+            next = k < plen ? k + 1 : k; /* an unclosed class ends the pattern, as in Redis */
+        } else if (pi < plen) {
+            size_t k = p[pi] == '\\' && pi + 1 < plen ? pi + 1 : pi;
+            ok = p[k] == s[si];
+            next = k + 1;
+        }
+        if (ok) {
+            pi = next;
+            si++;
+        } else if (star_p != SIZE_MAX) {
+            pi = star_p;
+            si = ++star_s;
+        } else {
+            return false;
+        }
+    }
+    while (pi < plen && p[pi] == '*')
+        pi++;
+    return pi == plen;
+}
+
+/* Index of c's subscription to a (a pattern if `pattern`), or -1. */
+static int sub_find(const struct qconn *c, const struct rd_resp_arg *a, bool pattern)
+{
+    for (size_t i = 0; i < c->nsubs; i++)
+        if (c->subs[i]->pattern == pattern && c->subs[i]->len == a->len &&
+            memcmp(c->subs[i]->name, a->ptr, a->len) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void sub_remove(struct qconn *c, size_t i)
+{
+    c->npatterns -= c->subs[i]->pattern;
+    free(c->subs[i]);
+    memmove(&c->subs[i], &c->subs[i + 1], (c->nsubs - i - 1) * sizeof c->subs[0]);
+    c->nsubs--;
+    listening_update(c);
+}
+
+static void subs_clear(struct qconn *c)
+{
+    while (c->nsubs > 0)
+        sub_remove(c, c->nsubs - 1);
+}
+
+/* One confirmation, as Redis sends it: [kind, name (nil for none), count]; a push in RESP3. */
+static void reply_sub(struct qconn *c, const char *kind, const char *name, size_t len)
+{
+    conn_rc(c, rd_resp_write_push(&c->pend, c->proto, 3));
+    reply_cstr(c, kind);
+    if (name)
+        conn_rc(c, rd_resp_write_bulk(&c->pend, name, len));
+    else
+        conn_rc(c, rd_resp_write_null(&c->pend, c->proto));
+    reply_int(c, (int64_t)c->nsubs);
+}
+
+/* SUBSCRIBE channel ... | PSUBSCRIBE pattern ...: one confirmation per argument. Names
+ * past RD_QUERY_CHANNEL_MAX, or more than RD_QUERY_SUBS_MAX in all, refuse the whole
+ * command, so it never half applies. */
+static void subscribe(struct qconn *c, const struct rd_resp_request *r, bool pattern)
+{
+    size_t adding = 0;
+    for (size_t j = 1; j < r->argc; j++) {
+        if (r->argv[j].len > RD_QUERY_CHANNEL_MAX) {
+            char text[96];
+            snprintf(text, sizeof text, "ERR channel name or pattern longer than %d bytes",
+                     RD_QUERY_CHANNEL_MAX);
+            reply_error(c, text);
+            return;
+        }
+        bool again = sub_find(c, &r->argv[j], pattern) >= 0;
+        for (size_t k = 1; k < j && !again; k++)
+            again = arg_equal(&r->argv[k], &r->argv[j]);
+        adding += !again;
+    }
+    if (c->nsubs + adding > RD_QUERY_SUBS_MAX) {
+        char text[96];
+        snprintf(text, sizeof text, "ERR too many subscriptions on one connection (at most %d)",
+                 RD_QUERY_SUBS_MAX);
+        reply_error(c, text);
+        return;
+    }
+    for (size_t j = 1; j < r->argc; j++) {
+        const struct rd_resp_arg *a = &r->argv[j];
+        if (sub_find(c, a, pattern) < 0) {
+            struct qsub *sub = malloc(sizeof *sub + a->len + 1);
+            if (!sub) {
+                conn_rc(c, RD_ENOMEM);
+                return;
+            }
+            sub->pattern = pattern;
+            sub->len = a->len;
+            memcpy(sub->name, a->ptr, a->len);
+            sub->name[a->len] = '\0';
+            c->subs[c->nsubs++] = sub;
+            c->npatterns += pattern;
+            listening_update(c);
+        }
+        reply_sub(c, pattern ? "psubscribe" : "subscribe", a->ptr, a->len);
+    }
+}
+
+/* UNSUBSCRIBE [channel ...] | PUNSUBSCRIBE [pattern ...]: every one of its kind without
+ * arguments, or one [kind, nil, count] when there is none; a name never subscribed is
+ * confirmed anyway, as Redis does. */
+static void unsubscribe(struct qconn *c, const struct rd_resp_request *r, bool pattern)
+{
+    const char *kind = pattern ? "punsubscribe" : "unsubscribe";
+    if (r->argc == 1) {
+        bool any = false;
+        for (size_t i = 0; i < c->nsubs;) {
+            if (c->subs[i]->pattern != pattern) {
+                i++;
+                continue;
+            }
+            char name[RD_QUERY_CHANNEL_MAX + 1];
+            size_t len = c->subs[i]->len;
+            memcpy(name, c->subs[i]->name, len);
+            sub_remove(c, i);
+            reply_sub(c, kind, name, len);
+            any = true;
+        }
+        if (!any) reply_sub(c, kind, NULL, 0);
+        return;
+    }
+    for (size_t j = 1; j < r->argc; j++) {
+        int i = sub_find(c, &r->argv[j], pattern);
+        if (i >= 0) sub_remove(c, (size_t)i);
+        reply_sub(c, kind, r->argv[j].ptr, r->argv[j].len);
+    }
+}
+
+static void cmd_subscribe(struct qconn *c, const struct rd_resp_request *r)
+{
+    subscribe(c, r, false);
+}
+
+static void cmd_psubscribe(struct qconn *c, const struct rd_resp_request *r)
+{
+    subscribe(c, r, true);
+}
+
+static void cmd_unsubscribe(struct qconn *c, const struct rd_resp_request *r)
+{
+    unsubscribe(c, r, false);
+}
+
+static void cmd_punsubscribe(struct qconn *c, const struct rd_resp_request *r)
+{
+    unsubscribe(c, r, true);
 }
 
 /* JOIN's answer: +OK, or the reason it could not join (why != NULL). */
@@ -794,6 +1038,34 @@ struct command {
 static void reply_arity_of(struct qconn *c, const struct rd_resp_request *r, size_t word,
                            const struct command *row);
 
+static void subs_clear(struct qconn *c);
+/* In RESP2, a subscribed connection runs only these, as in Redis. */
+static bool subscribed_may_run(const struct qconn *c, const struct command *row)
+{
+    static const char *const allowed[] = {"SUBSCRIBE", "PSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE",
+                                          "PING",      "QUIT",       "RESET"};
+    if (c->nsubs == 0 || c->proto != RD_RESP2) return true;
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        if (strcmp(row->name, allowed[i]) == 0) return true;
+    return false;
+}
+
+/* Redis's error, word for word, naming the command as Redis does ("client|list"). */
+static void reply_subscribed_context(struct qconn *c, const struct rd_resp_request *r,
+                                     const struct command *row)
+{
+    char name[72], text[200];
+    const struct command *sub = NULL;
+    for (size_t k = 0; r->argc > 1 && k < row->nsub && !sub; k++)
+        if (arg_is(&r->argv[1], row->sub[k].name)) sub = &row->sub[k];
+    command_name(sub ? sub : row, sub ? row : NULL, name, sizeof name);
+    snprintf(text, sizeof text,
+             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+             "RESET are allowed in this context",
+             name);
+    reply_error(c, text);
+}
+
 /* True if r has the number of words row->arity allows. */
 static bool arity_ok(const struct command *row, size_t argc)
 {
@@ -822,6 +1094,8 @@ static bool run_row(struct qconn *c, const struct rd_resp_request *r, size_t wor
             reply_error(c, c->q->noperm);
         else if (!arity_ok(&table[i], r->argc))
             reply_arity_of(c, r, word, &table[i]);
+        else if (word == 0 && !subscribed_may_run(c, &table[i]))
+            reply_subscribed_context(c, r, &table[i]);
         else
             table[i].run(c, r);
         return true;
@@ -1206,16 +1480,15 @@ static void cmd_echo(struct qconn *c, const struct rd_resp_request *r)
     conn_rc(c, rd_resp_write_bulk(&c->pend, r->argv[1].ptr, r->argv[1].len));
 }
 
-/* RESET: the connection as it was at connect: RESP2, no name, not watching. */
+/* RESET: the connection as it was at connect: RESP2, no name, not watching, subscribed
+ * to nothing (Redis sends no unsubscribe messages for it either). */
 static void cmd_reset(struct qconn *c, const struct rd_resp_request *r)
 {
     (void)r;
     c->proto = RD_RESP2;
     c->name[0] = '\0';
-    if (c->watching) {
-        c->watching = false;
-        c->q->nwatchers--;
-    }
+    c->watching = false;
+    subs_clear(c);
     conn_rc(c, rd_resp_write_simple(&c->pend, "RESET"));
 }
 
@@ -1247,11 +1520,12 @@ static int client_line(const struct qconn *c, struct rd_buf *out)
     client_cmd_name(c, cmd, sizeof cmd);
     int n = snprintf(line, sizeof line,
                      "id=%" PRIu64 " addr=%s:0 laddr=%s fd=%d name=%s age=%" PRIu64 " idle=%" PRIu64
-                     " flags=N db=0 sub=0 psub=0 multi=-1 qbuf=%zu omem=%zu"
+                     " flags=%s db=0 sub=%zu psub=%zu multi=-1 qbuf=%zu omem=%zu"
                      " cmd=%s user=default resp=%d lib-name=%s lib-ver=%s uid=%u pid=%d\n",
                      c->id, c->q->path, c->q->path, (int)fd, c->name, (now - c->created_ms) / 1000,
-                     (now - c->last_ms) / 1000, c->in.len, conn_backlog(c), cmd, c->proto,
-                     c->lib_name, c->lib_ver, (unsigned)c->uid, (int)c->pid);
+                     (now - c->last_ms) / 1000, c->nsubs > 0 ? "P" : "N", c->nsubs - c->npatterns,
+                     c->npatterns, c->in.len, conn_backlog(c), cmd, c->proto, c->lib_name,
+                     c->lib_ver, (unsigned)c->uid, (int)c->pid);
     if (n < 0 || (size_t)n >= sizeof line) return RD_E2BIG;
     return rd_buf_append(out, line, (size_t)n);
 }
@@ -1497,6 +1771,18 @@ static const struct command commands[] = {
      "", NULL, 0},
     {"COMMAND", cmd_command, false, -1, "loading stale", 0, 0, 0, "@slow @connection", "server",
      "Describes the commands", "", SUBS(command_commands)},
+    {"SUBSCRIBE", cmd_subscribe, false, -2, "pubsub noscript loading stale", 0, 0, 0,
+     "@pubsub @slow", "pubsub", "Receives the events of channels: members, ring",
+     "channel:string:multiple", NULL, 0},
+    {"PSUBSCRIBE", cmd_psubscribe, false, -2, "pubsub noscript loading stale", 0, 0, 0,
+     "@pubsub @slow", "pubsub", "Receives the events of the channels a glob pattern matches",
+     "pattern:pattern:multiple", NULL, 0},
+    {"UNSUBSCRIBE", cmd_unsubscribe, false, -1, "pubsub noscript loading stale", 0, 0, 0,
+     "@pubsub @slow", "pubsub", "Stops receiving the channels named, or every channel",
+     "channel:string:optional:multiple", NULL, 0},
+    {"PUNSUBSCRIBE", cmd_punsubscribe, false, -1, "pubsub noscript loading stale", 0, 0, 0,
+     "@pubsub @slow", "pubsub", "Stops receiving the patterns named, or every pattern",
+     "pattern:pattern:optional:multiple", NULL, 0},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -2029,22 +2315,74 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ============================================================ events */
 
+/* Appends one pub/sub message to c: [message, channel, payload], or [pmessage, pattern,
+ * channel, payload] for a pattern that matched; a push in RESP3. False when c would pass
+ * its backlog bound (or memory ran out): the caller cuts it off. */
+static bool deliver(struct qconn *c, const struct qsub *pat, const char *channel,
+                    const struct rd_buf *payload)
+{
+    size_t clen = strlen(channel), need = payload->len + clen + (pat ? pat->len : 0) + 64;
+    if (conn_backlog(c) + need > RD_QUERY_MAX_WATCH_BACKLOG) return false;
+    struct rd_buf *b = &c->pend;
+    size_t mark = b->len;
+    int rc = rd_resp_write_push(b, c->proto, pat ? 4 : 3);
+    if (rc == 0)
+        rc = pat ? rd_resp_write_bulk(b, "pmessage", 8) : rd_resp_write_bulk(b, "message", 7);
+    if (rc == 0 && pat) rc = rd_resp_write_bulk(b, pat->name, pat->len);
+    if (rc == 0) rc = rd_resp_write_bulk(b, channel, clen);
+    if (rc == 0) rc = rd_resp_write_bulk(b, payload->data, payload->len);
+    if (rc < 0) b->len = mark;
+    return rc == 0;
+}
+
+/* The channel an event goes to: "member" events to "members", "ring" ones to "ring". */
+static const char *event_channel(const char *type)
+{
+    if (strcmp(type, "member") == 0) return "members";
+    if (strcmp(type, "ring") == 0) return "ring";
+    return NULL;
+}
+
+/* Sends one event to c's matching subscriptions. False: cut c off. */
+static bool publish_to(struct qconn *c, const char *channel, const struct rd_buf *payload)
+{
+    struct rd_resp_arg ch = {channel, strlen(channel)};
+    if (sub_find(c, &ch, false) >= 0 && !deliver(c, NULL, channel, payload)) return false;
+    for (size_t i = 0; i < c->nsubs; i++)
+        if (c->subs[i]->pattern && glob_match(c->subs[i]->name, c->subs[i]->len, ch.ptr, ch.len) &&
+            !deliver(c, c->subs[i], channel, payload))
+            return false;
+    return true;
+}
+
 void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n)
 {
-    if (!q || q->closing || q->nwatchers == 0) return;
-    /* Encode once, copy to every watcher. */
+    if (!q || q->closing || q->nwatchers == 0 || n == 0) return;
+    /* Encode once: the WATCH array, and the JSON object subscribers get. */
     q->scratch.len = 0;
+    q->payload.len = 0;
     int rc = rd_resp_write_array(&q->scratch, n);
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = rd_resp_write_bulk(&q->scratch, fields[i], strlen(fields[i]));
+    const char *channel = event_channel(fields[0]);
+    if (rc == 0 && channel) {
+        char ts[RD_EVENT_TS_LEN];
+        rd_event_timestamp(ts);
+        rc = rd_event_json(&q->payload, ts, fields, n);
+        if (rc == 0) q->payload.len--; /* its '\n': a message is the object alone */
+    }
     if (rc < 0) {
         rd_logf(RD_LOG_WARN, "event not published", RD_FSTR("error", "out of memory"));
         return;
     }
     for (struct qconn *c = q->conns; c; c = c->next) {
-        if (!c->watching || c->closing || c->draining) continue;
-        if (conn_backlog(c) + q->scratch.len > RD_QUERY_MAX_WATCH_BACKLOG ||
-            rd_buf_append(&c->pend, q->scratch.data, q->scratch.len) < 0) {
+        if (!c->listening || c->closing || c->draining) continue;
+        bool ok = true;
+        if (c->watching)
+            ok = conn_backlog(c) + q->scratch.len <= RD_QUERY_MAX_WATCH_BACKLOG &&
+                 rd_buf_append(&c->pend, q->scratch.data, q->scratch.len) == 0;
+        if (ok && channel && c->nsubs > 0) ok = publish_to(c, channel, &q->payload);
+        if (!ok) {
             q->cut_off++;
             rd_logf(RD_LOG_WARN, "query client cut off", RD_FSTR("reason", "watch backlog"),
                     RD_FUINT("bytes", conn_backlog(c)));

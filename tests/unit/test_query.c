@@ -1474,6 +1474,258 @@ static void test_query_command_describes_every_row_and_arity_is_enforced(void **
     close(fd);
 }
 
+/* ---------------------------------------------------------------- pub/sub */
+
+#define SUB2(kind, klen, name, nlen, n)                                                            \
+    "*3\r\n$" klen "\r\n" kind "\r\n$" nlen "\r\n" name "\r\n:" n "\r\n"
+#define SUB3(kind, klen, name, nlen, n)                                                            \
+    ">3\r\n$" klen "\r\n" kind "\r\n$" nlen "\r\n" name "\r\n:" n "\r\n"
+#define CONTEXT_ERR(cmd)                                                                           \
+    "-ERR Can't execute '" cmd "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "  \
+    "are allowed in this context\r\n"
+
+static const char *const member_ev[] = {"member", "m2", "alive", "127.0.0.1:7947", "3"};
+static const char *const ring_ev[] = {"ring", "2",  "00000000000000ff", "192", "0.5", "m1",
+                                      "m2",   "0.5"};
+
+static void test_query_subscribe_replies_as_redis_in_resp2(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    expect_reply(f, fd, "SUBSCRIBE members ring members\r\n",
+                 SUB2("subscribe", "9", "members", "7", "1")
+                     SUB2("subscribe", "9", "ring", "4", "2")
+                         SUB2("subscribe", "9", "members", "7", "2"));
+    expect_reply(f, fd, "PSUBSCRIBE *\r\n", SUB2("psubscribe", "10", "*", "1", "3"));
+    /* subscribed: PING is Redis's pair, the pub/sub commands, QUIT and RESET run, the rest
+     * gets Redis's error word for word (an unknown command and a bad arity come first) */
+    expect_reply(f, fd, "PING\r\nPING hi\r\n",
+                 "*2\r\n$4\r\npong\r\n$0\r\n\r\n*2\r\n$4\r\npong\r\n$2\r\nhi\r\n");
+    expect_reply(f, fd, "OWNER k\r\n", CONTEXT_ERR("owner"));
+    expect_reply(f, fd, "CLIENT LIST\r\n", CONTEXT_ERR("client|list"));
+    expect_reply(f, fd, "HELLO 3\r\n", CONTEXT_ERR("hello"));
+    expect_reply(
+        f, fd, "NOPE\r\nSUBSCRIBE\r\n",
+        "-ERR unknown command 'NOPE'\r\n-ERR wrong number of arguments for 'subscribe'\r\n");
+    /* UNSUBSCRIBE alone: every channel, in order, each with the count left */
+    expect_reply(f, fd, "UNSUBSCRIBE\r\n",
+                 SUB2("unsubscribe", "11", "members", "7", "2")
+                     SUB2("unsubscribe", "11", "ring", "4", "1"));
+    expect_reply(f, fd, "UNSUBSCRIBE\r\n", "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:1\r\n");
+    expect_reply(f, fd, "PUNSUBSCRIBE nope *\r\n",
+                 SUB2("punsubscribe", "12", "nope", "4", "1")
+                     SUB2("punsubscribe", "12", "*", "1", "0"));
+    expect_reply(
+        f, fd, "PUNSUBSCRIBE\r\nUNSUBSCRIBE x\r\n",
+        "*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n" SUB2("unsubscribe", "11", "x", "1", "0"));
+    /* subscribed to nothing: every command again */
+    expect_reply(f, fd, "PING\r\nOWNER k\r\n", "+PONG\r\n$2\r\nm2\r\n");
+    close(fd);
+}
+
+static void test_query_subscribe_in_resp3_pushes_and_allows_every_command(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    struct got g = {.len = 0};
+    say(fd, "HELLO 3\r\n");
+    hear_until(f, fd, &g, "modules\r\n*0\r\n");
+    expect_reply(f, fd, "SUBSCRIBE ring\r\nPSUBSCRIBE m*\r\n",
+                 SUB3("subscribe", "9", "ring", "4", "1") SUB3("psubscribe", "10", "m*", "2", "2"));
+    expect_reply(f, fd, "PING\r\nOWNER k\r\n", "+PONG\r\n$2\r\nm2\r\n");
+    expect_reply(
+        f, fd, "UNSUBSCRIBE\r\nPUNSUBSCRIBE\r\nPUNSUBSCRIBE\r\n",
+        SUB3("unsubscribe", "11", "ring", "4", "1")
+            SUB3("punsubscribe", "12", "m*", "2", "0") ">3\r\n$12\r\npunsubscribe\r\n_\r\n:0\r\n");
+    close(fd);
+}
+
+/* The payload of a message: the last element, which must be one JSON object without '\n'. */
+static void expect_payload(const struct rd_resp_reply *m, const char *part)
+{
+    const struct rd_resp_reply *p = m->elem[m->nelem - 1];
+    assert_int_equal(p->type, RD_RESP_BULK);
+    assert_memory_equal(p->str, "{\"ts\":\"", 7);
+    assert_int_equal(p->str[p->len - 1], '}');
+    assert_null(memchr(p->str, '\n', p->len));
+    if (!strstr(p->str, part)) fail_msg("'%s' not in '%s'", part, p->str);
+}
+
+static void test_query_subscribers_get_events_as_messages(void **state)
+{
+    struct fixture *f = *state;
+    int members = client(f), pattern = client(f), other = client(f), resp3 = client(f);
+    expect_reply(f, members, "SUBSCRIBE members\r\n", SUB2("subscribe", "9", "members", "7", "1"));
+    expect_reply(f, pattern, "PSUBSCRIBE * r*\r\n",
+                 SUB2("psubscribe", "10", "*", "1", "1") SUB2("psubscribe", "10", "r*", "2", "2"));
+    expect_reply(f, other, "SUBSCRIBE nobody-publishes-here\r\n",
+                 SUB2("subscribe", "9", "nobody-publishes-here", "21", "1"));
+    struct got g3 = {.len = 0};
+    say(resp3, "HELLO 3\r\nSUBSCRIBE ring\r\n");
+    hear_until(f, resp3, &g3, SUB3("subscribe", "9", "ring", "4", "1"));
+    rd_query_publish(f->agent.q, member_ev, 5);
+    rd_query_publish(f->agent.q, ring_ev, 8);
+
+    struct got g = {.len = 0};
+    struct rd_resp_reply *m = hear_reply(f, members, &g);
+    assert_int_equal(m->nelem, 3);
+    assert_string_equal(m->elem[0]->str, "message");
+    assert_string_equal(m->elem[1]->str, "members");
+    expect_payload(m, "\"type\":\"member\",\"member\":\"m2\",\"status\":\"alive\","
+                      "\"addr\":\"127.0.0.1:7947\",\"incarnation\":3}");
+    rd_resp_reply_free(m);
+    assert_int_equal(g.len, 0); /* not the ring event */
+
+    /* a pattern: one pmessage per pattern that matches, in subscription order */
+    struct got gp = {.len = 0};
+    const char *want[][2] = {{"*", "members"}, {"*", "ring"}, {"r*", "ring"}};
+    for (size_t i = 0; i < 3; i++) {
+        m = hear_reply(f, pattern, &gp);
+        assert_int_equal(m->nelem, 4);
+        assert_string_equal(m->elem[0]->str, "pmessage");
+        assert_string_equal(m->elem[1]->str, want[i][0]);
+        assert_string_equal(m->elem[2]->str, want[i][1]);
+        expect_payload(m, i == 0 ? "\"type\":\"member\""
+                                 : "\"type\":\"ring\",\"version\":2,"
+                                   "\"checksum\":\"00000000000000ff\"");
+        rd_resp_reply_free(m);
+    }
+    assert_int_equal(gp.len, 0);
+
+    /* RESP3: a push frame */
+    hear_until(f, resp3, &g3, "}\r\n");
+    const char *push = strstr(g3.buf, ">3\r\n$7\r\nmessage\r\n$4\r\nring\r\n$");
+    assert_non_null(push);
+    assert_non_null(
+        strstr(push, "\"moves\":[{\"from\":\"m1\",\"to\":\"m2\",\"fraction\":0.5}]}\r\n"));
+
+    /* an unknown channel gets nothing */
+    expect_reply(f, other, "PING\r\n", "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+    close(members);
+    close(pattern);
+    close(other);
+    close(resp3);
+}
+
+/* Redis's glob: classes, ranges, negation, '?', '\' quoting, '*' anywhere. */
+static void test_query_psubscribe_matches_globs_as_redis(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    const char *patterns[] = {"m?mbers", "[a-m]embers", "[^m]*",    "*s", "mem\\bers", "r[i-k]ng",
+                              "ring?",   "[r",          "memb*rs*", "x*", "*i*n*g",    "\\*"};
+    /* matches for members: m?mbers [a-m]embers *s mem\bers memb*rs* = 5; for ring:
+     * [^m]* r[i-k]ng *i*n*g = 3 */
+    char req[512] = "PSUBSCRIBE";
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        strcat(req, " ");
+        strcat(req, patterns[i]);
+    }
+    strcat(req, "\r\n");
+    struct got g = {.len = 0};
+    say(fd, req);
+    hear_until(f, fd, &g, "\r\n:12\r\n");
+    g.len = 0;
+    rd_query_publish(f->agent.q, member_ev, 5);
+    rd_query_publish(f->agent.q, ring_ev, 8);
+    char seen[256] = "";
+    for (int i = 0; i < 8; i++) {
+        struct rd_resp_reply *m = hear_reply(f, fd, &g);
+        strcat(seen, m->elem[1]->str);
+        strcat(seen, "=");
+        strcat(seen, m->elem[2]->str);
+        strcat(seen, " ");
+        rd_resp_reply_free(m);
+    }
+    assert_string_equal(seen, "m?mbers=members [a-m]embers=members *s=members mem\\bers=members "
+                              "memb*rs*=members [^m]*=ring r[i-k]ng=ring *i*n*g=ring ");
+    expect_reply(f, fd, "PING\r\n", "*2\r\n$4\r\npong\r\n$0\r\n\r\n"); /* and no more */
+    close(fd);
+}
+
+static void test_query_subscriber_that_does_not_read_is_cut_off(void **state)
+{
+    struct fixture *f = *state;
+    int w = client(f);
+    expect_reply(f, w, "SUBSCRIBE members\r\n", SUB2("subscribe", "9", "members", "7", "1"));
+    static char big[64 * 1024];
+    memset(big, 'x', sizeof big - 1);
+    const char *ev[] = {"member", big, "alive", "127.0.0.1:1", "1"};
+    for (int i = 0; i < 64; i++) {
+        rd_query_publish(f->agent.q, ev, 5);
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    }
+    int probe = client(f);
+    struct got g = {.len = 0};
+    say(probe, "INFO\r\n");
+    hear_until(f, probe, &g, "\r\n\r\n");
+    assert_non_null(strstr(g.buf, "watchers:0\r\n"));
+    assert_non_null(strstr(g.buf, "connections_cut_off:1\r\n"));
+    close(probe);
+    close(w);
+}
+
+static void test_query_subscriptions_show_in_client_list_and_reset_ends_them(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f), probe = client(f);
+    expect_reply(f, fd, "SUBSCRIBE members ring\r\nPSUBSCRIBE *\r\n",
+                 SUB2("subscribe", "9", "members", "7", "1")
+                     SUB2("subscribe", "9", "ring", "4", "2")
+                         SUB2("psubscribe", "10", "*", "1", "3"));
+    struct got g = {.len = 0};
+    say(probe, "CLIENT LIST\r\n");
+    hear_until(f, probe, &g, "\n\r\n");
+    assert_non_null(strstr(g.buf, "id=1 "));
+    assert_non_null(strstr(g.buf, " flags=P db=0 sub=2 psub=1 "));
+    assert_non_null(strstr(g.buf, " flags=N db=0 sub=0 psub=0 "));
+    g.len = 0;
+    say(probe, "INFO\r\n");
+    hear_until(f, probe, &g, "\r\n\r\n");
+    assert_non_null(strstr(g.buf, "watchers:1\r\n"));
+    /* RESET: no longer subscribed, no unsubscribe messages (as Redis), every command runs */
+    expect_reply(f, fd, "RESET\r\nOWNER k\r\n", "+RESET\r\n$2\r\nm2\r\n");
+    g.len = 0;
+    say(probe, "INFO\r\n");
+    hear_until(f, probe, &g, "\r\n\r\n");
+    assert_non_null(strstr(g.buf, "watchers:0\r\n"));
+    rd_query_publish(f->agent.q, member_ev, 5);
+    expect_reply(f, fd, "PING\r\n", "+PONG\r\n");
+    close(fd);
+    close(probe);
+}
+
+/* Past the bounds, the whole command is refused and nothing is subscribed. */
+static void test_query_subscribe_bounds(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    char req[64 * 8 + 64] = "SUBSCRIBE", name[16];
+    for (int i = 0; i < 64; i++) {
+        snprintf(name, sizeof name, " c%d", i);
+        strcat(req, name);
+    }
+    strcat(req, "\r\n");
+    struct got g = {.len = 0};
+    say(fd, req);
+    hear_until(f, fd, &g, "\r\n:64\r\n");
+    expect_reply(f, fd, "SUBSCRIBE c0 c63\r\n",
+                 SUB2("subscribe", "9", "c0", "2", "64") SUB2("subscribe", "9", "c63", "3", "64"));
+    expect_reply(f, fd, "PSUBSCRIBE c0\r\n",
+                 "-ERR too many subscriptions on one connection (at most 64)\r\n");
+    char longname[200];
+    memset(longname, 'x', 129);
+    snprintf(longname + 129, sizeof longname - 129, "\r\n");
+    g.len = 0;
+    say(fd, "UNSUBSCRIBE\r\n");
+    hear_until(f, fd, &g, "\r\n:0\r\n");
+    char req2[256];
+    snprintf(req2, sizeof req2, "SUBSCRIBE ok %s", longname);
+    expect_reply(f, fd, req2, "-ERR channel name or pattern longer than 128 bytes\r\n");
+    expect_reply(f, fd, "PING\r\n", "+PONG\r\n");
+    close(fd);
+}
+
 int main(void)
 {
     /* As in the agent: a client that vanished is a failed write, not a signal. */
@@ -1517,6 +1769,13 @@ int main(void)
         T(test_query_client_kill_is_admin_only),
         T(test_query_select_echo_and_reset),
         T(test_query_command_describes_every_row_and_arity_is_enforced),
+        T(test_query_subscribe_replies_as_redis_in_resp2),
+        T(test_query_subscribe_in_resp3_pushes_and_allows_every_command),
+        T(test_query_subscribers_get_events_as_messages),
+        T(test_query_psubscribe_matches_globs_as_redis),
+        T(test_query_subscriber_that_does_not_read_is_cut_off),
+        T(test_query_subscriptions_show_in_client_list_and_reset_ends_them),
+        T(test_query_subscribe_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
