@@ -339,7 +339,7 @@ static void log_update(struct rd_agent *a, const struct rd_swim_event *ev)
     publish_member(a, m, false, m->status); /* the same status: an update */
 }
 
-/* To WATCH clients and to event handlers (a status change, or an update at the same one). */
+/* To subscribers and to event handlers (a status change, or an update at the same one). */
 static void publish_member(struct rd_agent *a, const struct rd_member *m, bool is_new,
                            uint8_t old_status)
 {

@@ -8,11 +8,12 @@
  *             gossip, signals, and the hooks it hands to sync.c and query.c
  *     ├─► sync.c    full-state sync over TCP: listener, connections, framing, timeouts
  *     ├─► query.c   the query socket: the RESP2/RESP3 server, its commands (OWNER,
- *     │             MEMBERS, INFO, HELLO, CLIENT, COMMAND, ...) from one table, and WATCH
- *     │             pub/sub together, against a host interface
+ *     │             MEMBERS, INFO, HELLO, CLIENT, COMMAND, ...) from one table, and
+ *     │             pub/sub (SUBSCRIBE members ring), against a host interface
+ *     │     └─► event.c  each message's JSON object
  *     ├─► hooks.c   event handlers (--on-event): a bounded queue and at most one
  *     │             process per handler, fed the events on a non-blocking pipe
- *     │     └─► event.c  the JSON line of a WATCH event (also `ringd watch --json`)
+ *     │     └─► event.c  the JSON line of an event (also `ringd watch --json`)
  *     ├─► log.c     one logfmt or JSON line per event
  *     ├─► dns.c     --join and JOIN names: c-ares on the loop (A, AAAA, SRV)
  *     │     └─► addr.c  "host:port" text, rd_addr <-> sockaddr

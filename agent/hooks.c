@@ -398,7 +398,7 @@ int rd_hooks_start(uv_loop_t *loop, const char (*specs)[RD_HOOK_SPEC_MAX + 1], s
     return 0;
 }
 
-/* What the RINGD_* variables say of an event, from its WATCH fields. */
+/* What the RINGD_* variables say of an event, from its fields (event.h). */
 static void describe(struct rd_hook_item *it, enum rd_hook_event e, const char *const *f, size_t n)
 {
     snprintf(it->event, sizeof it->event, "%s", rd_hook_event_name(e));

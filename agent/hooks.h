@@ -124,7 +124,7 @@ struct rd_hooks;
 int rd_hooks_start(uv_loop_t *loop, const char (*specs)[RD_HOOK_SPEC_MAX + 1], size_t n,
                    uint32_t timeout_s, struct rd_hooks **out, char *err, size_t errlen);
 /**
- * Hands one event, with the fields WATCH publishes for it, to the handlers that asked for
+ * Hands one event, with the fields query.c publishes for it, to the handlers that asked for
  * it. Never blocks: at most it queues, and spawns a process. NULL h is fine.
  */
 void rd_hooks_event(struct rd_hooks *h, enum rd_hook_event e, const char *const *fields, size_t n);

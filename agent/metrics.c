@@ -286,7 +286,7 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
         emit(&o, "\"} %" PRIu64 "\n", s->command_counts[i]);
     }
     one(&o, "ringd_query_connections", "gauge", "Query socket connections open.", s->connections);
-    one(&o, "ringd_query_watchers", "gauge", "Query socket connections that sent WATCH.",
+    one(&o, "ringd_query_watchers", "gauge", "Query socket connections subscribed to events.",
         s->watchers);
     one(&o, "ringd_query_connections_rejected_total", "counter",
         "Query socket connections refused at the connection limit.", s->connections_rejected);

@@ -29,7 +29,7 @@
  * more than one write is in flight, bytes never overtake each other, and in steady state
  * nothing is allocated per request: the buffers keep their capacity and the parser keeps
  * its argument array. A client that stops reading is cut off once its unsent bytes pass
- * RD_QUERY_MAX_OUTPUT (RD_QUERY_MAX_WATCH_BACKLOG for a watcher), which bounds the
+ * RD_QUERY_MAX_OUTPUT (RD_QUERY_MAX_WATCH_BACKLOG for a subscriber), which bounds the
  * memory any client can make us hold.
  *
  * Lifetimes: a connection is freed only in its uv_close callback, after libuv has
@@ -38,7 +38,7 @@
  * happens on the loop run that follows rd_query_close().
  *
  * Re-entrancy: JOIN and LEAVE call into the host, which may publish events from inside
- * that call. Publishing only appends to watchers' `pend` and marks them dirty, so no
+ * that call. Publishing only appends to subscribers' `pend` and marks them dirty, so no
  * write ever happens in the middle of a batch.
  *
  * JOIN resolves its host name through dns.c, on the loop without blocking it (a name server
@@ -180,7 +180,6 @@ struct qconn {
     bool listed;       /* in q->conns (false: rejected at the limit) */
     bool writing;      /* a uv_write is in flight */
     bool dirty;        /* has output to send at the end of this loop turn */
-    bool watching;     /* sent WATCH */
     bool closing;      /* uv_close was called */
     bool draining;     /* answer what is queued, then close; read no more */
     bool paused;       /* RD_QUERY_PAUSE_BYTES unsent: reading stopped */
@@ -196,7 +195,7 @@ struct qconn {
     /* Pub/sub: what it subscribed to, in order; `listening` while it gets events. */
     struct qsub *subs[RD_QUERY_SUBS_MAX];
     size_t nsubs, npatterns;
-    bool listening; /* counted in q->nwatchers: WATCH, or at least one subscription */
+    bool listening; /* counted in q->nwatchers: subscribed to at least one channel or pattern */
 };
 
 struct rd_query {
@@ -225,7 +224,7 @@ struct rd_query {
     bool bound; /* we created the file at path */
     dev_t dev;  /* identity of that file, so close only removes ours */
     ino_t ino;
-    struct rd_buf scratch; /* INFO text; an event being encoded */
+    struct rd_buf scratch; /* INFO text, CLIENT LIST */
     struct rd_buf payload; /* an event's JSON object, for subscribers */
     /* Reads land here when a connection has no partial request buffered, and only the
      * unanswered tail is copied to the connection: an idle connection holds no buffer. */
@@ -276,10 +275,10 @@ static void conn_closed(uv_handle_t *h)
     query_release(q);
 }
 
-/* Counts c in q->nwatchers while it gets events: after WATCH, or while subscribed. */
+/* Counts c in q->nwatchers while it is subscribed to anything. */
 static void listening_update(struct qconn *c)
 {
-    bool now = !c->closing && (c->watching || c->nsubs > 0);
+    bool now = !c->closing && c->nsubs > 0;
     if (now == c->listening) return;
     c->listening = now;
     if (now)
@@ -670,15 +669,17 @@ static void cmd_info(struct qconn *c, const struct rd_resp_request *r)
     conn_rc(c, rd_resp_write_verbatim(&c->pend, c->proto, q->scratch.data, q->scratch.len));
 }
 
+/*
+ * WATCH is Redis's optimistic lock, which a client library sends before MULTI and then
+ * reads replies after: a ringd-only event stream under that name would be read as those
+ * replies. ringd has no transactions, so WATCH is refused, whatever its arguments, with
+ * where events are.
+ */
 static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
 {
-    if (r->argc != 1) {
-        reply_wrong_arity(c, "watch");
-        return;
-    }
-    c->watching = true;
-    listening_update(c);
-    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+    (void)r;
+    reply_error(c, "ERR WATCH is not supported: ringd has no transactions; SUBSCRIBE members "
+                   "ring for events");
 }
 
 static void reply_int(struct qconn *c, int64_t n);
@@ -791,6 +792,58 @@ static void reply_sub(struct qconn *c, const char *kind, const char *name, size_
     reply_int(c, (int64_t)c->nsubs);
 }
 
+/*
+ * The "state" channel's one message, sent to its subscriber right after the confirmation:
+ * the ring's version, checksum and points and every member, as a "state" event (event.h).
+ * The loop runs one command at a time, so with `SUBSCRIBE members ring state` no event
+ * falls between the state and the first message after it. It is the reply to a command,
+ * like MEMBERS, so it is held to the connection's output bound, not the event backlog's
+ * (16,384 members make more than 1 MiB).
+ */
+static void reply_state(struct qconn *c)
+{
+    struct rd_query *q = c->q;
+    const struct rd_swim *s = q->host.swim(q->host.ctx);
+    const struct rd_ring *ring = q->host.ring(q->host.ctx);
+    struct rd_query_status st;
+    q->host.status(q->host.ctx, &st);
+    size_t n = rd_swim_member_count(s);
+    enum { TEXT = RD_ADDR_STRLEN + 24 }; /* a member's address and incarnation */
+    const char **f = malloc((4 + 4 * n) * sizeof *f);
+    char *text = malloc(n * TEXT + 64);
+    int rc = f && text ? 0 : RD_ENOMEM;
+    if (rc == 0) {
+        char *version = text + n * TEXT, *sum = version + 24, *points = sum + 20;
+        snprintf(version, 24, "%" PRIu64, st.ring_version);
+        snprintf(sum, 20, "%016" PRIx64, rd_ring_checksum(ring));
+        snprintf(points, 20, "%zu", rd_ring_point_count(ring));
+        f[0] = "state", f[1] = version, f[2] = sum, f[3] = points;
+        for (size_t i = 0; i < n; i++) {
+            const struct rd_member *m = rd_swim_member(s, i);
+            char *addr = text + i * TEXT, *inc = addr + RD_ADDR_STRLEN;
+            rd_addr_format(&m->addr, addr, RD_ADDR_STRLEN);
+            snprintf(inc, 24, "%" PRIu64, m->incarnation);
+            f[4 + 4 * i] = m->name, f[5 + 4 * i] = rd_status_name(m->status);
+            f[6 + 4 * i] = addr, f[7 + 4 * i] = inc;
+        }
+        char ts[RD_EVENT_TS_LEN];
+        rd_event_timestamp(ts);
+        q->payload.len = 0;
+        rc = rd_event_json(&q->payload, ts, f, 4 + 4 * n);
+    }
+    free(f);
+    free(text);
+    if (rc < 0) {
+        conn_rc(c, rc);
+        return;
+    }
+    q->payload.len--; /* its '\n' */
+    conn_rc(c, rd_resp_write_push(&c->pend, c->proto, 3));
+    reply_cstr(c, "message");
+    reply_cstr(c, "state");
+    conn_rc(c, rd_resp_write_bulk(&c->pend, q->payload.data, q->payload.len));
+}
+
 /* SUBSCRIBE channel ... | PSUBSCRIBE pattern ...: one confirmation per argument. Names
  * past RD_QUERY_CHANNEL_MAX, or more than RD_QUERY_SUBS_MAX in all, refuse the whole
  * command, so it never half applies. */
@@ -834,6 +887,7 @@ static void subscribe(struct qconn *c, const struct rd_resp_request *r, bool pat
             listening_update(c);
         }
         reply_sub(c, pattern ? "psubscribe" : "subscribe", a->ptr, a->len);
+        if (!pattern && arg_equal(a, &(struct rd_resp_arg){"state", 5})) reply_state(c);
     }
 }
 
@@ -1480,14 +1534,13 @@ static void cmd_echo(struct qconn *c, const struct rd_resp_request *r)
     conn_rc(c, rd_resp_write_bulk(&c->pend, r->argv[1].ptr, r->argv[1].len));
 }
 
-/* RESET: the connection as it was at connect: RESP2, no name, not watching, subscribed
- * to nothing (Redis sends no unsubscribe messages for it either). */
+/* RESET: the connection as it was at connect: RESP2, no name, subscribed to nothing
+ * (Redis sends no unsubscribe messages for it either). */
 static void cmd_reset(struct qconn *c, const struct rd_resp_request *r)
 {
     (void)r;
     c->proto = RD_RESP2;
     c->name[0] = '\0';
-    c->watching = false;
     subs_clear(c);
     conn_rc(c, rd_resp_write_simple(&c->pend, "RESET"));
 }
@@ -1731,9 +1784,12 @@ static const struct command commands[] = {
     {"MEMBERS", cmd_members, false, 1, "readonly", 0, 0, 0, "@read @slow", "membership",
      "Lists every member the agent knows, with its fields", "", NULL, 0},
     {"INFO", cmd_info, false, -1, "loading stale", 0, 0, 0, "@slow", "server",
-     "Returns the agent's state and counters", "section:string:optional", NULL, 0},
-    {"WATCH", cmd_watch, false, 1, "loading stale", 0, 0, 0, "@slow", "membership",
-     "Streams membership and ring events on this connection", "", NULL, 0},
+     "Returns the agent's state and counters, by section", "section:string:optional:multiple", NULL,
+     0},
+    {"WATCH", cmd_watch, false, -1, "noscript loading stale fast allow_busy", 0, 0, 0,
+     "@fast @transaction", "transactions",
+     "Refused: ringd has no transactions; SUBSCRIBE members ring for events",
+     "key:string:optional:multiple", NULL, 0},
     {"JOIN", cmd_join, true, 2, "blocking", 0, 0, 0, "@slow", "membership",
      "Joins the cluster through a seed; answered once joined", "address:string", NULL, 0},
     {"LEAVE", cmd_leave, true, 1, "", 0, 0, 0, "@slow", "membership",
@@ -1767,7 +1823,7 @@ static const struct command commands[] = {
     {"ECHO", cmd_echo, false, 2, "fast", 0, 0, 0, "@fast @connection", "connection",
      "Returns the message", "message:string", NULL, 0},
     {"RESET", cmd_reset, false, 1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0,
-     "@fast @connection", "connection", "Resets the connection: RESP2, no name, no longer watching",
+     "@fast @connection", "connection", "Resets the connection: RESP2, no name, no subscriptions",
      "", NULL, 0},
     {"COMMAND", cmd_command, false, -1, "loading stale", 0, 0, 0, "@slow @connection", "server",
      "Describes the commands", "", SUBS(command_commands)},
@@ -2357,32 +2413,21 @@ static bool publish_to(struct qconn *c, const char *channel, const struct rd_buf
 
 void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n)
 {
-    if (!q || q->closing || q->nwatchers == 0 || n == 0) return;
-    /* Encode once: the WATCH array, and the JSON object subscribers get. */
-    q->scratch.len = 0;
+    const char *channel = q && n > 0 ? event_channel(fields[0]) : NULL;
+    if (!channel || q->closing || q->nwatchers == 0) return;
+    /* Encode once: the JSON object every subscriber gets. */
     q->payload.len = 0;
-    int rc = rd_resp_write_array(&q->scratch, n);
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = rd_resp_write_bulk(&q->scratch, fields[i], strlen(fields[i]));
-    const char *channel = event_channel(fields[0]);
-    if (rc == 0 && channel) {
-        char ts[RD_EVENT_TS_LEN];
-        rd_event_timestamp(ts);
-        rc = rd_event_json(&q->payload, ts, fields, n);
-        if (rc == 0) q->payload.len--; /* its '\n': a message is the object alone */
-    }
+    char ts[RD_EVENT_TS_LEN];
+    rd_event_timestamp(ts);
+    int rc = rd_event_json(&q->payload, ts, fields, n);
+    if (rc == 0) q->payload.len--; /* its '\n': a message is the object alone */
     if (rc < 0) {
         rd_logf(RD_LOG_WARN, "event not published", RD_FSTR("error", "out of memory"));
         return;
     }
     for (struct qconn *c = q->conns; c; c = c->next) {
         if (!c->listening || c->closing || c->draining) continue;
-        bool ok = true;
-        if (c->watching)
-            ok = conn_backlog(c) + q->scratch.len <= RD_QUERY_MAX_WATCH_BACKLOG &&
-                 rd_buf_append(&c->pend, q->scratch.data, q->scratch.len) == 0;
-        if (ok && channel && c->nsubs > 0) ok = publish_to(c, channel, &q->payload);
-        if (!ok) {
+        if (!publish_to(c, channel, &q->payload)) {
             q->cut_off++;
             rd_logf(RD_LOG_WARN, "query client cut off", RD_FSTR("reason", "watch backlog"),
                     RD_FUINT("bytes", conn_backlog(c)));

@@ -3,8 +3,8 @@
  *
  * Applications ask their local agent who owns a key. Every Redis client already speaks
  * RESP, so no ringd-specific library is needed. The server answers from the agent's
- * current ring snapshot without blocking the loop, and pushes membership and ring events
- * to connections that sent WATCH.
+ * current ring snapshot without blocking the loop, and publishes membership and ring
+ * events to the connections subscribed to them (SUBSCRIBE, PSUBSCRIBE), as Redis pub/sub.
  *
  * The server does not know the agent: it is handed a host, a context pointer with the
  * few functions it may call (as an event library is handed its hooks). So the agent
@@ -171,7 +171,7 @@ struct rd_query_admins {
 bool rd_query_may_change(const struct rd_query_admins *admins, const struct rd_query_peer *peer);
 /** Replies buffered for one connection before it is cut off (a client that stops reading). */
 #define RD_QUERY_MAX_OUTPUT (8u * 1024u * 1024u)
-/** Events buffered for one watcher before it is cut off. */
+/** Events buffered for one subscriber before it is cut off. */
 #define RD_QUERY_MAX_WATCH_BACKLOG (1024u * 1024u)
 
 /**
@@ -193,7 +193,8 @@ int rd_query_start(uv_loop_t *loop, const struct rd_query_host *host, const char
  * address gets +OK (`why` NULL) or -ERR with `why`, and is served again.
  */
 void rd_query_join_done(struct rd_query *q, const struct rd_addr *seed, const char *why);
-/** Pushes one event, a flat array of strings, to every watcher. */
+/** Publishes one event, a flat array of strings (event.h), as one JSON message on its
+ *  channel ("member" events on "members", "ring" on "ring") to every subscriber. */
 void rd_query_publish(struct rd_query *q, const char *const *fields, size_t n);
 /** Fills `out` and returns how many commands it counted (names and counts). */
 size_t rd_query_stats(const struct rd_query *q, struct rd_query_stats *out);

@@ -3,11 +3,12 @@
  * leave, keys.
  *
  * Each one connects to the agent's query socket, sends one RESP request and prints the
- * reply; watch then keeps printing pushed events. Plain blocking POSIX I/O: a CLI sends
- * one request and waits for one answer, so an event loop would only add code. Replies are
- * parsed with the same RESP module the agent uses (rd_resp_reply_parse). The filters of
- * `members` (--status, --tag, --zone) run here over the MEMBERS reply, which carries every
- * field they test: no socket command to add, and any agent answers them.
+ * reply; watch subscribes to the agent's event channels, as any Redis client would, and
+ * prints each message's JSON, as it is or read back into a line. Plain blocking POSIX I/O:
+ * a CLI sends one request and waits for one answer, so an event loop would only add code.
+ * Replies are parsed with the same RESP module the agent uses (rd_resp_reply_parse). The
+ * filters of `members` (--status, --tag, --zone) run here over the MEMBERS reply, which
+ * carries every field they test: no socket command to add, and any agent answers them.
  *
  * Errors follow the project's convention: every step returns 0 or an RD_E* code with one
  * line in the caller's err buffer; main.c prints that line and turns the code into the
@@ -63,8 +64,11 @@ static void client_usage(void)
            "                           clockwise, owner first, one per line. An empty ring\n"
            "                           prints nothing, says so on stderr and exits 1\n"
            "  info [--json]            this agent's view, one field:value per line\n"
-           "  watch [--json]           one line per membership or ring change until Ctrl-C\n"
-           "                           (exit 0) or the agent goes away (exit 1)\n"
+           "  watch [--json]           the state it joins in (ring version, checksum and\n"
+           "                           points, every member), then one line per membership or\n"
+           "                           ring change, until Ctrl-C (exit 0) or the agent goes\n"
+           "                           away (exit 1); it subscribes to the agent's channels\n"
+           "                           (SUBSCRIBE members ring state), as any Redis client can\n"
            "  join HOST:PORT           join the cluster through HOST:PORT: waits for a\n"
            "                           full-state exchange with it; exit 1 with the reason\n"
            "                           if it failed\n"
@@ -952,22 +956,25 @@ static const char *who(const char *name)
     return *name ? name : "none"; /* the empty ring is nobody */
 }
 
-static void print_event(const struct rd_resp_reply *ev, bool json)
+/* One message's payload, the agent's JSON object: as it is with --json, else as a line. */
+static void print_event(const struct rd_resp_reply *payload, bool json, struct rd_buf *store)
 {
-    char ts[RD_EVENT_TS_LEN];
-    rd_event_timestamp(ts);
-    size_t n = ev->nelem;
-    const char *f[64]; /* a ring event has 5 + 3 x 16 fields */
-    size_t nf = 0;
-    for (size_t i = 0; i < n && nf < sizeof f / sizeof f[0]; i++)
-        f[nf++] = is_text(ev->elem[i]) ? ev->elem[i]->str : "";
-    const char *type = nf > 0 ? f[0] : "";
     if (json) {
-        struct rd_buf b;
-        rd_buf_init(&b);
-        if (rd_event_json(&b, ts, f, nf) == 0) fwrite(b.data, 1, b.len, stdout);
-        rd_buf_free(&b);
-    } else if (strcmp(type, "member") == 0 && nf >= 5) {
+        fwrite(payload->str, 1, payload->len, stdout);
+        putchar('\n');
+        fflush(stdout);
+        return;
+    }
+    char ts[RD_EVENT_TS_LEN];
+    const char *f[RD_EVENT_FIELDS_MAX];
+    size_t nf = 0;
+    if (rd_event_fields(payload->str, payload->len, ts, store, f, &nf) < 0) {
+        printf("%.*s\n", (int)payload->len, payload->str); /* not ours: shown as it came */
+        fflush(stdout);
+        return;
+    }
+    const char *type = nf > 0 ? f[0] : "";
+    if (strcmp(type, "member") == 0 && nf >= 5) {
         printf("%s member %s %s addr=%s incarnation=%s\n", ts, f[1], f[2], f[3], f[4]);
     } else if (strcmp(type, "ring") == 0 && nf >= 5 && (nf - 5) % 3 == 0) {
         printf("%s ring version=%s checksum=%s points=%s moved=%.4f", ts, f[1], f[2], f[3],
@@ -975,6 +982,13 @@ static void print_event(const struct rd_resp_reply *ev, bool json)
         for (size_t i = 5; i + 2 < nf; i += 3)
             printf(" %s->%s:%.4f", who(f[i]), who(f[i + 1]), strtod(f[i + 2], NULL));
         putchar('\n');
+    } else if (strcmp(type, "state") == 0 && nf >= 4 && (nf - 4) % 4 == 0) {
+        /* the state joined in: one line, then each member as a member event would be */
+        printf("%s state version=%s checksum=%s points=%s members=%zu\n", ts, f[1], f[2], f[3],
+               (nf - 4) / 4);
+        for (size_t i = 4; i + 3 < nf; i += 4)
+            printf("%s member %s %s addr=%s incarnation=%s\n", ts, f[i], f[i + 1], f[i + 2],
+                   f[i + 3]);
     } else {
         /* An event this client does not know: show its fields rather than drop it. */
         printf("%s", ts);
@@ -984,6 +998,20 @@ static void print_event(const struct rd_resp_reply *ev, bool json)
     }
     fflush(stdout);
 }
+
+/* The pub/sub message in r, [message, channel, payload]: its payload, else NULL. */
+static const struct rd_resp_reply *message_payload(const struct rd_resp_reply *r)
+{
+    if (r->type != RD_RESP_ARRAY || r->nelem != 3 || !is_text(r->elem[0]) ||
+        strcmp(r->elem[0]->str, "message") != 0 || !is_text(r->elem[2]))
+        return NULL;
+    return r->elem[2];
+}
+
+/* The channels `ringd watch` subscribes to, in the order their confirmations come: the
+ * events first, then "state", whose one message is the state they start from. */
+static const char *const watch_channels[] = {"members", "ring", "state"};
+#define WATCH_CHANNELS (sizeof watch_channels / sizeof watch_channels[0])
 
 static int cmd_watch(const struct opts *o, char *err, size_t errlen)
 {
@@ -998,25 +1026,37 @@ static int cmd_watch(const struct opts *o, char *err, size_t errlen)
     struct conn c;
     int rc = conn_open(&c, socket_path(o), false, err, errlen);
     if (rc < 0) return rc;
-    const char *req[] = {"WATCH"};
-    struct rd_resp_reply *r = NULL;
-    rc = conn_send(&c, req, 1, err, errlen);
-    if (rc == 0) rc = conn_recv(&c, &r, err, errlen);
-    if (rc == 0 && !r)
-        rc = no_reply(err, errlen);
-    else if (rc == 0 && r->type == RD_RESP_ERROR)
-        rc = refused(r, err, errlen);
-    else if (rc == 0 && r->type != RD_RESP_STRING) {
-        rc = unexpected(r, err, errlen); /* it frees r */
-        r = NULL;
+    const char *req[1 + WATCH_CHANNELS] = {"SUBSCRIBE"};
+    for (size_t i = 0; i < WATCH_CHANNELS; i++)
+        req[1 + i] = watch_channels[i];
+    rc = conn_send(&c, req, 1 + WATCH_CHANNELS, err, errlen);
+    /* one confirmation per channel, [subscribe, channel, count], before any message */
+    for (size_t i = 0; i < WATCH_CHANNELS && rc == 0; i++) {
+        struct rd_resp_reply *r = NULL;
+        rc = conn_recv(&c, &r, err, errlen);
+        if (rc == 0 && !r)
+            rc = interrupted ? 0 : no_reply(err, errlen);
+        else if (rc == 0 && r->type == RD_RESP_ERROR)
+            rc = refused(r, err, errlen);
+        else if (rc == 0 && (r->type != RD_RESP_ARRAY || r->nelem != 3 || !is_text(r->elem[0]) ||
+                             strcmp(r->elem[0]->str, "subscribe") != 0)) {
+            rc = unexpected(r, err, errlen); /* it frees r */
+            r = NULL;
+        }
+        rd_resp_reply_free(r);
+        if (interrupted) break;
     }
-    rd_resp_reply_free(r);
-    while (rc == 0) {
+    struct rd_buf store;
+    rd_buf_init(&store);
+    while (rc == 0 && !interrupted) {
+        struct rd_resp_reply *r = NULL;
         rc = conn_recv(&c, &r, err, errlen);
         if (rc < 0 || !r) break; /* a read error, the agent went away, or Ctrl-C */
-        if (r->type == RD_RESP_ARRAY) print_event(r, o->json);
+        const struct rd_resp_reply *payload = message_payload(r);
+        if (payload) print_event(payload, o->json, &store);
         rd_resp_reply_free(r);
     }
+    rd_buf_free(&store);
     /* Only our own Ctrl-C or SIGTERM is a normal end: a watcher whose agent is gone sees
      * no more changes, and whoever runs it (a script, a supervisor) must learn that. */
     if (rc == 0 && !interrupted) {

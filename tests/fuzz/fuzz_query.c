@@ -5,9 +5,9 @@
  * The parser has its own target (fuzz_resp); this one is about what happens after it. One
  * server runs for the process's life on a real libuv loop and a real Unix socket, serving
  * a fake host (a ring of three, a member table of one, no keyring, changes that succeed,
- * a JOIN whose exchange is over at once). Each input is one connection: its bytes are
- * sent, the sending side is shut, and the loop is pumped until the server has answered
- * and closed. Then:
+ * a JOIN that publishes a member and a ring event and whose exchange is over at once).
+ * Each input is one connection: its bytes are sent, the sending side is shut, and the loop
+ * is pumped until the server has answered and closed. Then:
  *   - the replies are whole RESP values, back to back, to the last byte, in RESP2 or RESP3
  *     (a connection may switch): every count a reply announces is the number of values
  *     that follow, which a writer that miscounts a map or a set would break;
@@ -106,9 +106,16 @@ static int host_change(void *ctx, enum rd_query_change_op op, const char *arg, c
     return 0;
 }
 
+/* A JOIN publishes what a real one would, a member and a ring event, so that subscribed
+ * connections get messages and pmessages (the glob matching) in either protocol. */
 static void host_join(void *ctx, const char *hostport, const struct rd_addr *seed)
 {
     (void)ctx, (void)hostport;
+    const char *member[] = {"member", "seed", "alive", "10.0.0.1:7946", "1"};
+    const char *ring[] = {"ring", "2",    "00000000000000ff", "192", "0.333333",
+                          "m1",   "seed", "0.333333"};
+    rd_query_publish(S.q, member, 5);
+    rd_query_publish(S.q, ring, 8);
     rd_query_join_done(S.q, seed, NULL);
 }
 

@@ -15,7 +15,7 @@ Modes:
   garbage SOCK BYTES SEED   random bytes; read every reply until the agent closes.
   midreq SOCK N             N connections that send half a frame and close.
   midreply SOCK N K         N connections that pipeline K MEMBERS and close unread.
-  watchflood SOCK UDPPORT   a watcher that never reads, while forged gossip flaps members
+  watchflood SOCK UDPPORT   a subscriber that never reads, while forged gossip flaps members
                             (see watchflood below).
 """
 import errno
@@ -299,15 +299,15 @@ def mp_packet(sender, members):
 
 
 def mode_watchflood(path, udp_port, fake_port, pid):
-    """A watcher that sends WATCH and never reads. Membership events are made by forging
-    gossip (the documented protocol, PROTOCOL.md): 15 fake members with 64-byte names flap
-    suspect (incarnation k) -> alive (k+1); every record is one member event pushed to each
-    watcher (~150 bytes). Real churn (agents started and stopped) makes a few events a
-    second, far too few to fill 1 MiB plus the socket buffer within a test's time. Stops
-    when INFO's connections_cut_off rises (or after 30 s), then retires the fake members
-    (status left) so they do not linger in the cluster."""
+    """A subscriber (SUBSCRIBE members ring) that never reads. Membership events are made
+    by forging gossip (the documented protocol, PROTOCOL.md): 15 fake members with 64-byte
+    names flap suspect (incarnation k) -> alive (k+1); every record is one member event
+    sent to each subscriber (a message of ~250 bytes). Real churn (agents started and
+    stopped) makes a few events a second, far too few to fill 1 MiB plus the socket buffer
+    within a test's time. Stops when INFO's connections_cut_off rises (or after 30 s), then
+    retires the fake members (status left) so they do not linger in the cluster."""
     w = connect(path)
-    w.sendall(b"WATCH\r\n")
+    w.sendall(b"SUBSCRIBE members ring\r\n")
     cut0 = int(info(path)["connections_cut_off"])
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sender = b"abuse-gossip"

@@ -2,8 +2,8 @@
 # test_placement.sh RINGD — placement agreement end to end. Five agents on loopback converge
 # on one ring checksum and give identical owners for 20,000 keys (MOWNER, batches of 1,000);
 # a sixth joins: afterwards all six agree again, about 1/6 of the keys moved, every moved key
-# moved to the newcomer (none between old members), and the ring event that a WATCH on n0
-# received reports a moved fraction matching the measured one. The event's fraction is exact
+# moved to the newcomer (none between old members), and the ring event that a subscriber on
+# n0 (SUBSCRIBE members ring) received reports a moved fraction matching the measured one. The event's fraction is exact
 # over the key space; the 20,000 keys sample it (standard error ~0.003), hence the 0.03.
 set -u
 RINGD=$1
@@ -14,10 +14,18 @@ KEYS=20000
 
 # place.py ask SOCK OUT: the owner of key:0 .. key:KEYS-1, one per line, asked with MOWNER in
 #   batches of 1,000 on one connection (nil is written as "(nil)").
-# place.py watch SOCK OUT: sends WATCH and writes every pushed event as one line of
-#   space-separated fields until killed.
+# place.py watch SOCK OUT: sends SUBSCRIBE members ring and writes each message's event as
+#   one line of space-separated fields (the JSON's values in order) until killed.
 cat >"$DIR/place.py" <<'PY'
-import signal, socket, sys
+import json, signal, socket, sys
+
+def values(v):
+    """The values of a JSON event in order, numbers as written: its fields."""
+    if isinstance(v, dict):
+        return [x for k in v for x in values(v[k])]
+    if isinstance(v, list):
+        return [x for e in v for x in values(e)]
+    return [v]
 
 def read_reply(f):
     line = f.readline()
@@ -61,13 +69,16 @@ if mode == "ask":
         o.write("\n".join(owners) + "\n")
 elif mode == "watch":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    s.sendall(b"WATCH\r\n")
+    s.sendall(bulk("SUBSCRIBE", "members", "ring"))
     with open(outfile, "w", buffering=1) as o:
-        assert read_reply(f) == "+OK"
+        assert read_reply(f) == ["subscribe", "members", ":1"]
+        assert read_reply(f) == ["subscribe", "ring", ":2"]
         o.write("+OK\n")
         while True:
-            ev = read_reply(f)
-            o.write(" ".join(ev) + "\n")
+            kind, channel, payload = read_reply(f)
+            assert kind == "message", kind
+            ev = json.loads(payload, parse_float=str, parse_int=str)
+            o.write(" ".join(values(ev)[1:]) + "\n")  # without its ts
 PY
 
 # compare OLD NEW NEWMEMBER: prints "moved=N fraction=F to_new=N between_old=N"
@@ -128,7 +139,7 @@ check "every key has an owner among n0..n4" \
 WATCHER=$!
 PIDS="$PIDS $WATCHER"
 watching() { [ "$(info n0 watchers)" = 1 ] && grep -q '^+OK' "$DIR/watch.txt"; }
-if t=$(wait_for 5 watching); then ok "WATCH open on n0 after ${t} ms"; else fail "WATCH on n0 not open within 5 s"; fi
+if t=$(wait_for 5 watching); then ok "subscribed on n0 after ${t} ms"; else fail "no subscription on n0 within 5 s"; fi
 
 start n5 $((PORT0 + 5)) --join "127.0.0.1:$PORT0" || exit 1
 names="$names n5"
@@ -155,10 +166,10 @@ ring_event() { grep -q "^ring [0-9]* $final_checksum " "$DIR/watch.txt"; }
 wait_for 5 ring_event >/dev/null
 kill -TERM "$WATCHER" 2>/dev/null; wait "$WATCHER" 2>/dev/null
 PIDS=$(for p in $PIDS; do [ "$p" = "$WATCHER" ] || printf " %s" "$p"; done)
-echo "# WATCH on n0 received:"; sed 's/^/#   /' "$DIR/watch.txt"
+echo "# the subscriber on n0 received:"; sed 's/^/#   /' "$DIR/watch.txt"
 ev=$(grep "^ring [0-9]* $final_checksum " "$DIR/watch.txt" | tail -1)
-check "WATCH reported n5 joining" grep -q '^member n5 alive ' "$DIR/watch.txt"
-check "WATCH reported a ring event with the final checksum $final_checksum" [ -n "$ev" ]
+check "the members channel reported n5 joining" grep -q '^member n5 alive ' "$DIR/watch.txt"
+check "the ring channel reported a ring event with the final checksum $final_checksum" [ -n "$ev" ]
 set -- $ev
 ev_points=${4:-0}; ev_moved=${5:--1}
 check "ring event has 6 x 512 = 3072 points (got $ev_points)" [ "$ev_points" = 3072 ]

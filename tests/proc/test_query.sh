@@ -7,7 +7,8 @@
 # with redis-cli, raw bytes (python3) and the ringd CLI, and checks DESIGN.md §1 and §5:
 # the RESP commands, errors that keep the connection usable, protocol errors that close
 # it, pipelining, the output limit, the socket file's life (mode, stale replacement, a
-# live agent not replaced, a user's file not deleted), WATCH events, JOIN and LEAVE.
+# live agent not replaced, a user's file not deleted), events through `ringd watch`
+# (SUBSCRIBE), JOIN and LEAVE.
 # Needs redis-cli and python3. Prints "N passed, N failed"; exits 1 on any failure.
 set -u
 
@@ -298,12 +299,20 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 expect "INFO counts the watchers" "$(cli INFO | tr -d '\r' | grep '^watchers:')" watchers:2
-expect "a watcher answers PING too" "$(printf 'WATCH\r\nPING\r\n' | raw "$s1" half)" "+OK|+PONG| <EOF>"
+expect "a subscriber answers PING, as Redis" "$(printf 'SUBSCRIBE members\r\nPING\r\n' | raw "$s1" half)" \
+    "*3|\$9|subscribe|\$7|members|:1|*2|\$4|pong|\$0|| <EOF>"
+expect "WATCH is refused, pointing at SUBSCRIBE" "$(printf 'WATCH\r\n' | raw "$s1" half)" \
+    "-ERR WATCH is not supported: ringd has no transactions; SUBSCRIBE members ring for events| <EOF>"
 s2=$dir/a2.sock
 start_agent a2 "$p2" "$s2"
 a2=$agent_pid
 wait_socket "$s2" || not_ok "agent a2 starts" "$(cat "$dir/a2.log")"
 expect "ringd join through a1" "$("$RINGD" join "127.0.0.1:$p1" --socket "$s2")" OK
+if wait_grep "$dir/watch.txt" "state version=1 checksum=[0-9a-f]{16} points=[0-9]+ members=1$"; then
+    ok "watch starts with the state it joined in"
+else not_ok "watch starts with the state it joined in" "$(cat "$dir/watch.txt")"; fi
+expect_match "... its members, one line each" "$(sed -n 2p "$dir/watch.txt")" \
+    " member a1 alive addr=127\.0\.0\.1:$p1 incarnation=[0-9]+$"
 if wait_grep "$dir/watch.txt" "member a2 alive addr=127\.0\.0\.1:$p2 incarnation=[0-9]+$"; then
     ok "watch shows the new member"
 else not_ok "watch shows the new member" "$(cat "$dir/watch.txt")"; fi
@@ -329,12 +338,12 @@ bad=$("$PY" -c '
 import json, sys
 for line in open(sys.argv[1]):
     e = json.loads(line)
-    assert e["type"] in ("member", "ring") and "ts" in e, line
+    assert e["type"] in ("state", "member", "ring") and "ts" in e, line
 print("ok")' "$dir/watch.json" 2>&1)
 expect "watch --json prints one JSON object per line" "$bad" ok
-expect "... with member and ring events" \
+expect "... the state it joined in first, then member and ring events" \
     "$("$PY" -c 'import json,sys; print(" ".join(json.loads(l)["type"] for l in open(sys.argv[1])))' "$dir/watch.json")" \
-    "member ring member ring"
+    "state member ring member ring"
 
 # ---------------------------------------------------------------- crash and restart
 kill -KILL "$a1"

@@ -174,7 +174,7 @@ static void test_queue_default_bound(void **state)
 static void test_event_json(void **state)
 {
     static const struct {
-        const char *fields[12];
+        const char *fields[13];
         size_t n;
         const char *want;
     } cases[] = {
@@ -196,6 +196,16 @@ static void test_event_json(void **state)
          5,
          "{\"ts\":\"T\",\"type\":\"member\",\"member\":\"q\\\"\\\\\\n\\u0001\",\"status\":"
          "\"alive\",\"addr\":\"x\",\"incarnation\":\"012\"}\n"},
+        {{"state", "4", "00ab", "1024", "a", "alive", "127.0.0.1:1", "3", "b", "left", "-", "9"},
+         12,
+         "{\"ts\":\"T\",\"type\":\"state\",\"version\":4,\"checksum\":\"00ab\",\"points\":1024,"
+         "\"members\":[{\"member\":\"a\",\"status\":\"alive\",\"addr\":\"127.0.0.1:1\","
+         "\"incarnation\":3},{\"member\":\"b\",\"status\":\"left\",\"addr\":\"-\",\"incarnation\":"
+         "9}]}\n"},
+        {{"state", "4", "00ab", "1024"},
+         4,
+         "{\"ts\":\"T\",\"type\":\"state\",\"version\":4,\"checksum\":\"00ab\",\"points\":1024,"
+         "\"members\":[]}\n"},
         {{"news", "a", "1"}, 3, "{\"ts\":\"T\",\"type\":\"news\",\"fields\":[\"a\",\"1\"]}\n"},
         {{"member", "short"}, 2, "{\"ts\":\"T\",\"type\":\"member\",\"fields\":[\"short\"]}\n"},
     };
@@ -205,7 +215,38 @@ static void test_event_json(void **state)
         assert_int_equal(rd_event_json(&b, "T", cases[i].fields, cases[i].n), 0);
         assert_int_equal(rd_buf_append(&b, "", 1), 0);
         assert_string_equal(b.data, cases[i].want);
+        /* and back: rd_event_fields gives the fields and ts again, whatever the type */
+        struct rd_buf store;
+        rd_buf_init(&store);
+        const char *f[RD_EVENT_FIELDS_MAX];
+        size_t n = 99;
+        char ts[RD_EVENT_TS_LEN];
+        assert_int_equal(rd_event_fields(b.data, b.len - 1, ts, &store, f, &n), 0);
+        assert_string_equal(ts, "T");
+        assert_int_equal(n, cases[i].n);
+        for (size_t k = 0; k < n; k++)
+            assert_string_equal(f[k], cases[i].fields[k]);
+        rd_buf_free(&store);
         rd_buf_free(&b);
+    }
+    /* what is not one of its objects */
+    static const char *const bad[] = {"",
+                                      "[1]",
+                                      "{\"ts\":",
+                                      "{\"ts\":\"x}",
+                                      "{\"a\":1}}",
+                                      "{\"a\":\"\\u00zz\"}",
+                                      "{\"a\":\"\\q\"}",
+                                      "{}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct rd_buf store;
+        rd_buf_init(&store);
+        const char *f[RD_EVENT_FIELDS_MAX];
+        size_t n;
+        char ts[RD_EVENT_TS_LEN];
+        int rc = rd_event_fields(bad[i], strlen(bad[i]), ts, &store, f, &n);
+        if (rc != RD_EPROTO) fail_msg("'%s' gave %d", bad[i], rc);
+        rd_buf_free(&store);
     }
     char ts[RD_EVENT_TS_LEN];
     rd_event_timestamp(ts);

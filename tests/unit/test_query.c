@@ -451,9 +451,11 @@ static void test_query_metrics_returns_the_host_text_and_counts_commands(void **
 static void test_query_info_formats_every_field_in_order(void **state)
 {
     struct fixture *f = *state;
-    int fd = client(f);
+    int fd = client(f), sub = client(f);
+    expect_reply(f, sub, "SUBSCRIBE members\r\n",
+                 "*3\r\n$9\r\nsubscribe\r\n$7\r\nmembers\r\n:1\r\n");
     struct got g = {.len = 0};
-    say(fd, "WATCH\r\nINFO server\r\n");
+    say(fd, "INFO server\r\n");
     hear_until(f, fd, &g, "\r\n\r\n"); /* the text's last CRLF, then the bulk's */
     const struct rd_ring *ring = f->agent.ring;
     char text[2800], want[3000];
@@ -483,13 +485,14 @@ static void test_query_info_formats_every_field_in_order(void **state)
                  "ready:1\r\n"
                  "version:9.8.7\r\npid:4321\r\nconfig_file:/etc/ringd/ringd.conf\r\n"
                  "profile:wan\r\n"
-                 "connections:1\r\nconnections_max:%zu\r\nwatchers:1\r\n"
+                 "connections:2\r\nconnections_max:%zu\r\nwatchers:1\r\n"
                  "connections_rejected:0\r\nconnections_cut_off:0\r\n",
                  rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
                  rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim), fd_cap());
-    snprintf(want, sizeof want, "+OK\r\n$%d\r\n%s\r\n", n, text);
+    snprintf(want, sizeof want, "$%d\r\n%s\r\n", n, text);
     assert_string_equal(g.buf, want);
     close(fd);
+    close(sub);
 }
 
 static void test_query_protocol_error_is_answered_then_closed(void **state)
@@ -508,11 +511,16 @@ static void test_query_join_event_published_mid_request_precedes_the_reply(void 
 {
     struct fixture *f = *state;
     int fd = client(f);
-    expect_reply(f, fd, "WATCH\r\n", "+OK\r\n");
-    expect_reply(
-        f, fd, "JOIN 10.0.0.1:7946\r\nPING\r\n",
-        "*5\r\n$6\r\nmember\r\n$4\r\nseed\r\n$5\r\nalive\r\n$13\r\n10.0.0.1:7946\r\n$1\r\n1\r\n"
-        "+OK\r\n+PONG\r\n");
+    struct got g = {.len = 0};
+    say(fd, "HELLO 3\r\nSUBSCRIBE members\r\n"); /* RESP3: JOIN runs while subscribed */
+    hear_until(f, fd, &g, "\r\nmembers\r\n:1\r\n");
+    g.len = 0;
+    say(fd, "JOIN 10.0.0.1:7946\r\nPING\r\n");
+    hear_until(f, fd, &g, "+OK\r\n+PONG\r\n");
+    assert_memory_equal(g.buf, ">3\r\n$7\r\nmessage\r\n$7\r\nmembers\r\n$", 31);
+    assert_non_null(strstr(g.buf,
+                           "\"type\":\"member\",\"member\":\"seed\",\"status\":\"alive\","
+                           "\"addr\":\"10.0.0.1:7946\",\"incarnation\":1}\r\n+OK\r\n+PONG\r\n"));
     assert_int_equal(f->agent.joins, 1);
     assert_string_equal(f->agent.joined, "10.0.0.1:7946");
     close(fd);
@@ -573,42 +581,19 @@ static void test_query_join_waits_for_the_exchange(void **state)
     close(other);
 }
 
-static void test_query_events_reach_watchers_only(void **state)
-{
-    struct fixture *f = *state;
-    int w = client(f), other = client(f);
-    expect_reply(f, w, "WATCH\r\n", "+OK\r\n");
-    expect_reply(f, other, "PING\r\n", "+PONG\r\n");
-    const char *ev[] = {"ring", "2", "00000000000000ff", "192", "0.5", "m1", "m2", "0.5"};
-    rd_query_publish(f->agent.q, ev, 8);
-    struct got g = {.len = 0};
-    hear(f, w, &g, 20);
-    assert_memory_equal(g.buf, "*8\r\n$4\r\nring\r\n$1\r\n2\r\n", 20);
-    expect_reply(f, other, "PING\r\n", "+PONG\r\n"); /* and nothing else */
-    close(w);
-    close(other);
-}
-
-static void test_query_watcher_that_does_not_read_is_cut_off(void **state)
+/* WATCH is Redis's optimistic lock: refused whatever its arguments, and nothing streams. */
+static void test_query_watch_is_refused_and_streams_nothing(void **state)
 {
     struct fixture *f = *state;
     int w = client(f);
-    expect_reply(f, w, "WATCH\r\n", "+OK\r\n");
-    static char big[64 * 1024];
-    memset(big, 'x', sizeof big - 1);
-    const char *ev[] = {"member", big};
-    /* 64 KiB a time, never read: past the kernel's buffer and then past the backlog. */
-    for (int i = 0; i < 64; i++) {
-        rd_query_publish(f->agent.q, ev, 2);
-        uv_run(&f->loop, UV_RUN_NOWAIT);
-    }
-    int probe = client(f);
-    struct got g = {.len = 0};
-    say(probe, "INFO\r\n");
-    hear_until(f, probe, &g, "\r\n\r\n"); /* the INFO text's last CRLF, then the bulk's */
-    assert_non_null(strstr(g.buf, "watchers:0\r\n"));
-    assert_non_null(strstr(g.buf, "connections_cut_off:1\r\n"));
-    close(probe);
+    const char *refused = "-ERR WATCH is not supported: ringd has no transactions; SUBSCRIBE "
+                          "members ring for events\r\n";
+    char want[512];
+    snprintf(want, sizeof want, "%s%s", refused, refused);
+    expect_reply(f, w, "WATCH\r\nWATCH k1 k2\r\n", want);
+    const char *ev[] = {"ring", "2", "00000000000000ff", "192", "0.5", "m1", "m2", "0.5"};
+    rd_query_publish(f->agent.q, ev, 8);
+    expect_reply(f, w, "PING\r\n", "+PONG\r\n"); /* and nothing else */
     close(w);
 }
 
@@ -642,7 +627,8 @@ static void test_query_close_with_connections_in_every_state(void **state)
     struct fixture *f = *state;
     int idle = client(f), partial = client(f), watcher = client(f), unread = client(f);
     say(partial, "*2\r\n$5\r\nOWNER\r\n$3\r\nab");
-    expect_reply(f, watcher, "WATCH\r\n", "+OK\r\n");
+    expect_reply(f, watcher, "SUBSCRIBE members\r\n",
+                 "*3\r\n$9\r\nsubscribe\r\n$7\r\nmembers\r\n:1\r\n");
     for (int i = 0; i < 200; i++)
         say(unread, "MEMBERS\r\nINFO\r\n");
     for (int i = 0; i < 20; i++)
@@ -1098,6 +1084,14 @@ static void test_query_runtime_changes_are_admin_only(void **state)
     "\r\n$2\r\nid\r\n:" id "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n" \
     "$7\r\nmodules\r\n*0\r\n"
 #define HELLO3(id) "%7\r\n" HELLO_PAIRS("3", id)
+#define SUB2(kind, klen, name, nlen, n)                                                            \
+    "*3\r\n$" klen "\r\n" kind "\r\n$" nlen "\r\n" name "\r\n:" n "\r\n"
+#define SUB3(kind, klen, name, nlen, n)                                                            \
+    ">3\r\n$" klen "\r\n" kind "\r\n$" nlen "\r\n" name "\r\n:" n "\r\n"
+#define CONTEXT_ERR(cmd)                                                                           \
+    "-ERR Can't execute '" cmd "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "  \
+    "are allowed in this context\r\n"
+
 #define HELLO2(id) "*14\r\n" HELLO_PAIRS("2", id)
 #define M1_PAIRS                                                                                   \
     "$4\r\nname\r\n$2\r\nm1\r\n$4\r\naddr\r\n$14\r\n127.0.0.1:7946\r\n$6\r\nstatus\r\n$"           \
@@ -1335,10 +1329,12 @@ static void test_query_select_echo_and_reset(void **state)
                  "-ERR wrong number of arguments for 'select'\r\n$2\r\nhi\r\n"
                  "-ERR wrong number of arguments for 'echo'\r\n"
                  "-ERR wrong number of arguments for 'echo'\r\n");
-    /* RESET: RESP2 again, no name, no longer watching */
-    expect_reply(f, fd, "HELLO 3 SETNAME n\r\nWATCH\r\nRESET\r\nCLIENT GETNAME\r\nRESET x\r\n",
-                 HELLO3("1") "+OK\r\n+RESET\r\n$-1\r\n"
-                             "-ERR wrong number of arguments for 'reset'\r\n");
+    /* RESET: RESP2 again, no name, no longer subscribed */
+    expect_reply(f, fd,
+                 "HELLO 3 SETNAME n\r\nSUBSCRIBE members\r\nRESET\r\nCLIENT GETNAME\r\nRESET x\r\n",
+                 HELLO3("1") SUB3("subscribe", "9", "members", "7",
+                                  "1") "+RESET\r\n$-1\r\n"
+                                       "-ERR wrong number of arguments for 'reset'\r\n");
     const char *ev[] = {"member", "m9", "alive", "127.0.0.9:1", "1"};
     rd_query_publish(f->agent.q, ev, 5);
     expect_reply(f, fd, "PING\r\n", "+PONG\r\n"); /* and no event */
@@ -1475,14 +1471,6 @@ static void test_query_command_describes_every_row_and_arity_is_enforced(void **
 }
 
 /* ---------------------------------------------------------------- pub/sub */
-
-#define SUB2(kind, klen, name, nlen, n)                                                            \
-    "*3\r\n$" klen "\r\n" kind "\r\n$" nlen "\r\n" name "\r\n:" n "\r\n"
-#define SUB3(kind, klen, name, nlen, n)                                                            \
-    ">3\r\n$" klen "\r\n" kind "\r\n$" nlen "\r\n" name "\r\n:" n "\r\n"
-#define CONTEXT_ERR(cmd)                                                                           \
-    "-ERR Can't execute '" cmd "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "  \
-    "are allowed in this context\r\n"
 
 static const char *const member_ev[] = {"member", "m2", "alive", "127.0.0.1:7947", "3"};
 static const char *const ring_ev[] = {"ring", "2",  "00000000000000ff", "192", "0.5", "m1",
@@ -1695,6 +1683,52 @@ static void test_query_subscriptions_show_in_client_list_and_reset_ends_them(voi
     close(probe);
 }
 
+/* SUBSCRIBE state: right after its confirmation, one message with the state joined in;
+ * nothing is ever published on it after that. */
+static void test_query_state_channel_starts_with_the_current_state(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f), r3 = client(f);
+    struct got g = {.len = 0};
+    say(fd, "SUBSCRIBE members ring state\r\n");
+    hear_until(f, fd, &g, "}\r\n");
+    const char *conf = SUB2("subscribe", "9", "members", "7", "1")
+        SUB2("subscribe", "9", "ring", "4", "2") SUB2("subscribe", "9", "state", "5", "3");
+    assert_memory_equal(g.buf, conf, strlen(conf));
+    memmove(g.buf, g.buf + strlen(conf), g.len - strlen(conf) + 1);
+    g.len -= strlen(conf);
+    struct rd_resp_reply *m = hear_reply(f, fd, &g);
+    assert_int_equal(m->nelem, 3);
+    assert_string_equal(m->elem[0]->str, "message");
+    assert_string_equal(m->elem[1]->str, "state");
+    char want[256];
+    snprintf(want, sizeof want,
+             "\"type\":\"state\",\"version\":3,\"checksum\":\"%016" PRIx64 "\",\"points\":%zu,"
+             "\"members\":[{\"member\":\"m1\",\"status\":\"alive\",\"addr\":\"127.0.0.1:7946\","
+             "\"incarnation\":7}]}",
+             rd_ring_checksum(f->agent.ring), rd_ring_point_count(f->agent.ring));
+    expect_payload(m, want);
+    rd_resp_reply_free(m);
+    /* events still come on their channels; the state channel stays quiet */
+    rd_query_publish(f->agent.q, member_ev, 5);
+    m = hear_reply(f, fd, &g);
+    assert_string_equal(m->elem[1]->str, "members");
+    rd_resp_reply_free(m);
+    expect_reply(f, fd, "PING\r\n", "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+    /* RESP3: a push; a pattern matching "state" gets no state */
+    g.len = 0;
+    say(r3, "HELLO 3\r\nPSUBSCRIBE s*\r\nSUBSCRIBE state\r\n");
+    hear_until(f, r3, &g, "}\r\n");
+    const char *tail = SUB3("psubscribe", "10", "s*", "2", "1")
+        SUB3("subscribe", "9", "state", "5", "2") ">3\r\n$7\r\nmessage\r\n$5\r\nstate\r\n$";
+    const char *at = strstr(g.buf, tail);
+    assert_non_null(at);
+    assert_non_null(strstr(at, want));
+    expect_reply(f, r3, "PING\r\n", "+PONG\r\n");
+    close(fd);
+    close(r3);
+}
+
 /* Past the bounds, the whole command is refused and nothing is subscribed. */
 static void test_query_subscribe_bounds(void **state)
 {
@@ -1745,8 +1779,7 @@ int main(void)
         T(test_query_join_event_published_mid_request_precedes_the_reply),
         T(test_query_not_ready_refuses_placement_only),
         T(test_query_join_waits_for_the_exchange),
-        T(test_query_events_reach_watchers_only),
-        T(test_query_watcher_that_does_not_read_is_cut_off),
+        T(test_query_watch_is_refused_and_streams_nothing),
         T(test_query_leave_happens_after_its_reply_is_written),
         T(test_query_leave_still_happens_when_the_client_vanishes),
         T(test_query_close_with_connections_in_every_state),
@@ -1776,6 +1809,7 @@ int main(void)
         T(test_query_subscriber_that_does_not_read_is_cut_off),
         T(test_query_subscriptions_show_in_client_list_and_reset_ends_them),
         T(test_query_subscribe_bounds),
+        T(test_query_state_channel_starts_with_the_current_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
