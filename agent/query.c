@@ -66,6 +66,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -587,82 +588,153 @@ static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
     }
 }
 
-/* The INFO text: the host's view, then the server's own counts. 0 or RD_ENOMEM. */
-static int info_text(struct rd_query *q, struct rd_buf *out)
+/*
+ * INFO's sections, in the order INFO writes them, as Redis writes its own: "# Name", then
+ * one field:value line per field, a blank line between sections. Every field of the
+ * earlier single-section text keeps its name; each is in the section it describes.
+ */
+enum info_section {
+    INFO_SERVER,     /* this process: version, pid, uptime, config file, profile */
+    INFO_CLIENTS,    /* the query socket's connections */
+    INFO_MEMBERSHIP, /* this member's record and the member table */
+    INFO_RING,       /* the placement */
+    INFO_GOSSIP,     /* UDP gossip, TCP sync, the keyring */
+    INFO_STATS,      /* the event handlers' counts */
+    INFO_SECTIONS
+};
+
+static const char *const info_names[INFO_SECTIONS] = {"Server", "Clients", "Membership",
+                                                      "Ring",   "Gossip",  "Stats"};
+
+/* Appends one section's fields, formatted; 0, RD_E2BIG or RD_ENOMEM. */
+__attribute__((format(printf, 2, 3))) static int info_add(struct rd_buf *out, const char *fmt, ...)
 {
-    const struct rd_swim *s = q->host.swim(q->host.ctx);
-    const struct rd_ring *ring = q->host.ring(q->host.ctx);
-    struct rd_query_status st;
-    q->host.status(q->host.ctx, &st);
-    size_t counts[4];
-    rd_swim_counts(s, counts);
-    const struct rd_member *me = rd_swim_self(s);
-    const struct rd_swim_stats *ss = rd_swim_stats(s);
-    char addr[RD_ADDR_STRLEN], text[4096 + sizeof st.config_file];
-    rd_addr_format(&me->addr, addr, sizeof addr);
-    int n = snprintf(
-        text, sizeof text,
-        "# ringd\r\n"
-        "name:%s\r\naddr:%s\r\nstatus:%s\r\nincarnation:%" PRIu64 "\r\n"
-        "uptime_s:%" PRIu64 "\r\n"
-        "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
-        "members_checksum:%016" PRIx64 "\r\n"
-        "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nring_members:%zu\r\n"
-        "ring_points:%zu\r\nvnodes:%u\r\nweight:%u.%03u\r\nmax_weight:%u.%03u\r\n"
-        "health:%u\r\njoined:%d\r\n"
-        "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64 "\r\n"
-        "packets_dropped_nokey:%" PRIu64 "\r\npackets_dropped_plain:%" PRIu64
-        "\r\npackets_dropped_sealed:%" PRIu64 "\r\npackets_accepted_plain:%" PRIu64 "\r\n"
-        "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
-        "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
-        "syncs_malformed:%" PRIu64 "\r\nsyncs_oversize:%" PRIu64 "\r\nsyncs_refused_source:%" PRIu64
-        "\r\nsyncs_refused_full:%" PRIu64 "\r\nsyncs_timed_out_header:%" PRIu64
-        "\r\nsyncs_timed_out_frame:%" PRIu64 "\r\n"
-        "syncs_dropped_nokey:%" PRIu64 "\r\nsyncs_dropped_plain:%" PRIu64
-        "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\nsyncs_accepted_plain:%" PRIu64 "\r\n"
-        "gossip_verify_incoming:%s\r\ngossip_verify_outgoing:%s\r\n"
-        "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
-        "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
-        "namesakes_ignored:%" PRIu64 "\r\nring_scaled:%d\r\nmembers_weight_capped:%zu\r\n"
-        "keyring_keys:%zu\r\nkeyring_primary:%s\r\n"
-        "events_handled:%" PRIu64 "\r\nevents_dropped:%" PRIu64 "\r\nhandlers_killed:%" PRIu64
-        "\r\nhandlers_failed:%" PRIu64 "\r\n"
-        "ready:%d\r\n"
-        "version:%s\r\npid:%" PRIu64 "\r\nconfig_file:%s\r\nprofile:%s\r\n"
-        "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\nconnections_rejected:%" PRIu64
-        "\r\nconnections_cut_off:%" PRIu64 "\r\n",
-        me->name, addr, rd_status_name(me->status), me->incarnation, st.uptime_s, counts[RD_ALIVE],
-        counts[RD_SUSPECT], counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(s), st.ring_version,
-        rd_ring_checksum(ring), rd_ring_member_count(ring), rd_ring_point_count(ring), st.vnodes,
-        st.weight / RD_WEIGHT_ONE, st.weight % RD_WEIGHT_ONE, st.max_weight / RD_WEIGHT_ONE,
-        st.max_weight % RD_WEIGHT_ONE, rd_swim_health(s), rd_swim_joined(s), ss->packets_in,
-        ss->packets_out, st.packets_malformed, st.packets_dropped.nokey, st.packets_dropped.plain,
-        st.packets_dropped.sealed, st.packets_dropped.plain_accepted, ss->probes, ss->probes_failed,
-        ss->refutes, ss->syncs_in, ss->syncs_out, ss->syncs_failed, st.syncs_malformed,
-        st.syncs_oversize, st.syncs_refused_source, st.syncs_refused_full,
-        st.syncs_timed_out_header, st.syncs_timed_out_frame, st.syncs_dropped.nokey,
-        st.syncs_dropped.plain, st.syncs_dropped.sealed, st.syncs_dropped.plain_accepted,
-        st.verify_incoming ? "on" : "off", st.verify_outgoing ? "on" : "off",
-        ss->incarnations_refused, ss->members_refused_full, ss->replies_trimmed,
-        ss->ping_reqs_refused, ss->namesakes_ignored, rd_ring_scaled(ring, NULL, NULL),
-        st.members_weight_capped, st.keyring_keys, st.keyring_primary, st.hooks.events_handled,
-        st.hooks.events_dropped, st.hooks.handlers_killed, st.hooks.handlers_failed,
-        q->host.ready(q->host.ctx) ? 1 : 0, st.version, st.pid, st.config_file, st.profile,
-        q->nconns, q->max_conns, q->nwatchers, q->rejected, q->cut_off);
+    char text[2048 + sizeof((struct rd_query_status *)0)->config_file];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
     if (n < 0 || (size_t)n >= sizeof text) return RD_E2BIG;
     return rd_buf_append(out, text, (size_t)n);
 }
 
+/* One section of INFO: its header, then its fields. 0 or RD_ENOMEM. */
+static int info_section(struct rd_query *q, struct rd_buf *out, enum info_section which,
+                        const struct rd_query_status *st)
+{
+    const struct rd_swim *s = q->host.swim(q->host.ctx);
+    const struct rd_ring *ring = q->host.ring(q->host.ctx);
+    const struct rd_member *me = rd_swim_self(s);
+    const struct rd_swim_stats *ss = rd_swim_stats(s);
+    int rc = info_add(out, "%s# %s\r\n", out->len > 0 ? "\r\n" : "", info_names[which]);
+    if (rc < 0) return rc;
+    switch (which) {
+    case INFO_SERVER:
+        return info_add(out,
+                        "version:%s\r\npid:%" PRIu64 "\r\nuptime_s:%" PRIu64 "\r\n"
+                        "config_file:%s\r\nprofile:%s\r\n",
+                        st->version, st->pid, st->uptime_s, st->config_file, st->profile);
+    case INFO_CLIENTS:
+        return info_add(out,
+                        "connections:%zu\r\nconnections_max:%zu\r\nwatchers:%zu\r\n"
+                        "connections_rejected:%" PRIu64 "\r\nconnections_cut_off:%" PRIu64 "\r\n",
+                        q->nconns, q->max_conns, q->nwatchers, q->rejected, q->cut_off);
+    case INFO_MEMBERSHIP: {
+        size_t counts[4];
+        rd_swim_counts(s, counts);
+        char addr[RD_ADDR_STRLEN];
+        rd_addr_format(&me->addr, addr, sizeof addr);
+        return info_add(
+            out,
+            "name:%s\r\naddr:%s\r\nstatus:%s\r\nincarnation:%" PRIu64 "\r\n"
+            "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
+            "members_checksum:%016" PRIx64 "\r\nhealth:%u\r\njoined:%d\r\nready:%d\r\n"
+            "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
+            "namesakes_ignored:%" PRIu64 "\r\n",
+            me->name, addr, rd_status_name(me->status), me->incarnation, counts[RD_ALIVE],
+            counts[RD_SUSPECT], counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(s),
+            rd_swim_health(s), rd_swim_joined(s), q->host.ready(q->host.ctx) ? 1 : 0,
+            ss->incarnations_refused, ss->members_refused_full, ss->namesakes_ignored);
+    }
+    case INFO_RING:
+        return info_add(out,
+                        "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64
+                        "\r\nring_members:%zu\r\nring_points:%zu\r\nvnodes:%u\r\n"
+                        "weight:%u.%03u\r\nmax_weight:%u.%03u\r\nring_scaled:%d\r\n"
+                        "members_weight_capped:%zu\r\n",
+                        st->ring_version, rd_ring_checksum(ring), rd_ring_member_count(ring),
+                        rd_ring_point_count(ring), st->vnodes, st->weight / RD_WEIGHT_ONE,
+                        st->weight % RD_WEIGHT_ONE, st->max_weight / RD_WEIGHT_ONE,
+                        st->max_weight % RD_WEIGHT_ONE, rd_ring_scaled(ring, NULL, NULL),
+                        st->members_weight_capped);
+    case INFO_GOSSIP:
+        return info_add(
+            out,
+            "packets_in:%" PRIu64 "\r\npackets_out:%" PRIu64 "\r\npackets_malformed:%" PRIu64
+            "\r\npackets_dropped_nokey:%" PRIu64 "\r\npackets_dropped_plain:%" PRIu64
+            "\r\npackets_dropped_sealed:%" PRIu64 "\r\npackets_accepted_plain:%" PRIu64 "\r\n"
+            "probes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
+            "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
+            "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
+            "syncs_malformed:%" PRIu64 "\r\nsyncs_oversize:%" PRIu64
+            "\r\nsyncs_refused_source:%" PRIu64 "\r\nsyncs_refused_full:%" PRIu64
+            "\r\nsyncs_timed_out_header:%" PRIu64 "\r\nsyncs_timed_out_frame:%" PRIu64 "\r\n"
+            "syncs_dropped_nokey:%" PRIu64 "\r\nsyncs_dropped_plain:%" PRIu64
+            "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\nsyncs_accepted_plain:%" PRIu64 "\r\n"
+            "gossip_verify_incoming:%s\r\ngossip_verify_outgoing:%s\r\n"
+            "keyring_keys:%zu\r\nkeyring_primary:%s\r\n",
+            ss->packets_in, ss->packets_out, st->packets_malformed, st->packets_dropped.nokey,
+            st->packets_dropped.plain, st->packets_dropped.sealed,
+            st->packets_dropped.plain_accepted, ss->probes, ss->probes_failed, ss->refutes,
+            ss->replies_trimmed, ss->ping_reqs_refused, ss->syncs_in, ss->syncs_out,
+            ss->syncs_failed, st->syncs_malformed, st->syncs_oversize, st->syncs_refused_source,
+            st->syncs_refused_full, st->syncs_timed_out_header, st->syncs_timed_out_frame,
+            st->syncs_dropped.nokey, st->syncs_dropped.plain, st->syncs_dropped.sealed,
+            st->syncs_dropped.plain_accepted, st->verify_incoming ? "on" : "off",
+            st->verify_outgoing ? "on" : "off", st->keyring_keys, st->keyring_primary);
+    case INFO_STATS:
+        return info_add(out,
+                        "events_handled:%" PRIu64 "\r\nevents_dropped:%" PRIu64
+                        "\r\nhandlers_killed:%" PRIu64 "\r\nhandlers_failed:%" PRIu64 "\r\n",
+                        st->hooks.events_handled, st->hooks.events_dropped,
+                        st->hooks.handlers_killed, st->hooks.handlers_failed);
+    case INFO_SECTIONS:
+        break;
+    }
+    return 0;
+}
+
+/* The INFO text of the sections in `mask` (bit i: section i), in their order. */
+static int info_text(struct rd_query *q, struct rd_buf *out, unsigned mask)
+{
+    struct rd_query_status st;
+    q->host.status(q->host.ctx, &st);
+    for (int i = 0; i < INFO_SECTIONS; i++)
+        if (mask & (1u << i)) {
+            int rc = info_section(q, out, (enum info_section)i, &st);
+            if (rc < 0) return rc;
+        }
+    return 0;
+}
+
+/*
+ * INFO [section ...]: the sections named (any case), or every one without a name, for
+ * "all", "default" or "everything" (ringd has no section that only some of them hold).
+ * A name that is no section adds nothing, so INFO of only such names is empty, as in Redis.
+ */
 static void cmd_info(struct qconn *c, const struct rd_resp_request *r)
 {
-    /* "INFO section" is accepted and ignored: some clients send "INFO server". */
-    if (r->argc > 2) {
-        reply_wrong_arity(c, "info");
-        return;
+    unsigned mask = r->argc == 1 ? (1u << INFO_SECTIONS) - 1 : 0;
+    for (size_t j = 1; j < r->argc; j++) {
+        const struct rd_resp_arg *a = &r->argv[j];
+        if (arg_is(a, "all") || arg_is(a, "default") || arg_is(a, "everything"))
+            mask = (1u << INFO_SECTIONS) - 1;
+        for (int i = 0; i < INFO_SECTIONS; i++)
+            if (arg_is(a, info_names[i])) mask |= 1u << i;
     }
     struct rd_query *q = c->q;
     q->scratch.len = 0;
-    if (info_text(q, &q->scratch) < 0) {
+    if (info_text(q, &q->scratch, mask) < 0) {
         reply_error(c, "ERR out of memory");
         return;
     }

@@ -179,6 +179,11 @@ done
 expect "INFO has every field of DESIGN §5" "$missing" ""
 expect "INFO name and members_alive" "$(grep -E '^(name|members_alive):' <<<"$info" | tr -d '\r' | tr '\n' ' ')" \
     "name:a1 members_alive:1 "
+expect "INFO is in Redis's sections" "$(grep '^#' <<<"$info" | tr -d '\r' | tr '\n' ' ')" \
+    "# Server # Clients # Membership # Ring # Gossip # Stats "
+expect "INFO server: its header, then version, pid, uptime, config file, profile" \
+    "$(cli INFO server | tr -d '\r' | cut -d: -f1 | tr '\n' ' ')" "# Server version pid uptime_s config_file profile "
+expect "INFO of no such section is empty, as Redis" "$(cli INFO nosuch | tr -d '\r')" ""
 
 # ---------------------------------------------------------------- errors keep the connection
 expect "unknown command is an error naming it" "$(printf 'FROB x\r\nPING\r\n' | raw "$s1" half)" \

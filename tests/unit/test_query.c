@@ -448,49 +448,90 @@ static void test_query_metrics_returns_the_host_text_and_counts_commands(void **
     close(fd);
 }
 
+/* The whole INFO text of the fixture, its six sections in order. */
+static int info_all(struct fixture *f, char *text, size_t cap, size_t conns)
+{
+    const struct rd_ring *ring = f->agent.ring;
+    return snprintf(
+        text, cap,
+        "# Server\r\nversion:9.8.7\r\npid:4321\r\nuptime_s:42\r\n"
+        "config_file:/etc/ringd/ringd.conf\r\nprofile:wan\r\n"
+        "\r\n# Clients\r\n"
+        "connections:%zu\r\nconnections_max:%zu\r\nwatchers:1\r\n"
+        "connections_rejected:0\r\nconnections_cut_off:0\r\n"
+        "\r\n# Membership\r\n"
+        "name:m1\r\naddr:127.0.0.1:7946\r\nstatus:alive\r\nincarnation:7\r\n"
+        "members_alive:1\r\nmembers_suspect:0\r\nmembers_dead:0\r\nmembers_left:0\r\n"
+        "members_checksum:%016" PRIx64 "\r\nhealth:%u\r\njoined:%d\r\nready:1\r\n"
+        "incarnations_refused:0\r\nmembers_refused_full:0\r\nnamesakes_ignored:0\r\n"
+        "\r\n# Ring\r\n"
+        "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
+        "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nmax_weight:4.000\r\nring_scaled:0\r\n"
+        "members_weight_capped:18\r\n"
+        "\r\n# Gossip\r\n"
+        "packets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
+        "packets_dropped_nokey:12\r\npackets_dropped_plain:13\r\n"
+        "packets_dropped_sealed:14\r\npackets_accepted_plain:18\r\n"
+        "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
+        "syncs_in:0\r\nsyncs_out:0\r\n"
+        "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_oversize:7\r\n"
+        "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
+        "syncs_timed_out_frame:11\r\nsyncs_dropped_nokey:15\r\n"
+        "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\nsyncs_accepted_plain:19\r\n"
+        "gossip_verify_incoming:on\r\ngossip_verify_outgoing:off\r\n"
+        "keyring_keys:2\r\nkeyring_primary:00112233aabbccdd\r\n"
+        "\r\n# Stats\r\n"
+        "events_handled:20\r\nevents_dropped:21\r\nhandlers_killed:22\r\nhandlers_failed:23\r\n",
+        conns, fd_cap(), rd_swim_checksum(f->agent.swim), rd_swim_health(f->agent.swim),
+        rd_swim_joined(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring));
+}
+
+/* The part of `text` from "# Name" up to the blank line before the next section. */
+static void info_part(const char *text, const char *name, char *out, size_t cap)
+{
+    const char *at = strstr(text, name);
+    assert_non_null(at);
+    const char *end = strstr(at, "\r\n\r\n");
+    size_t len = end ? (size_t)(end - at) + 2 : strlen(at);
+    assert_true(len < cap);
+    memcpy(out, at, len);
+    out[len] = '\0';
+}
+
 static void test_query_info_formats_every_field_in_order(void **state)
 {
     struct fixture *f = *state;
     int fd = client(f), sub = client(f);
     expect_reply(f, sub, "SUBSCRIBE members\r\n",
                  "*3\r\n$9\r\nsubscribe\r\n$7\r\nmembers\r\n:1\r\n");
-    struct got g = {.len = 0};
-    say(fd, "INFO server\r\n");
-    hear_until(f, fd, &g, "\r\n\r\n"); /* the text's last CRLF, then the bulk's */
-    const struct rd_ring *ring = f->agent.ring;
-    char text[2800], want[3000];
-    int n =
-        snprintf(text, sizeof text,
-                 "# ringd\r\nname:m1\r\naddr:127.0.0.1:7946\r\nstatus:alive\r\n"
-                 "incarnation:7\r\nuptime_s:42\r\nmembers_alive:1\r\nmembers_suspect:0\r\n"
-                 "members_dead:0\r\nmembers_left:0\r\nmembers_checksum:%016" PRIx64 "\r\n"
-                 "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
-                 "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nmax_weight:4.000\r\n"
-                 "health:%u\r\n"
-                 "joined:%d\r\npackets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
-                 "packets_dropped_nokey:12\r\npackets_dropped_plain:13\r\n"
-                 "packets_dropped_sealed:14\r\npackets_accepted_plain:18\r\n"
-                 "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nsyncs_in:0\r\nsyncs_out:0\r\n"
-                 "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_oversize:7\r\n"
-                 "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
-                 "syncs_timed_out_frame:11\r\nsyncs_dropped_nokey:15\r\n"
-                 "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\nsyncs_accepted_plain:19\r\n"
-                 "gossip_verify_incoming:on\r\ngossip_verify_outgoing:off\r\n"
-                 "incarnations_refused:0\r\n"
-                 "members_refused_full:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
-                 "namesakes_ignored:0\r\nring_scaled:0\r\nmembers_weight_capped:18\r\n"
-                 "keyring_keys:2\r\nkeyring_primary:00112233aabbccdd\r\n"
-                 "events_handled:20\r\nevents_dropped:21\r\nhandlers_killed:22\r\n"
-                 "handlers_failed:23\r\n"
-                 "ready:1\r\n"
-                 "version:9.8.7\r\npid:4321\r\nconfig_file:/etc/ringd/ringd.conf\r\n"
-                 "profile:wan\r\n"
-                 "connections:2\r\nconnections_max:%zu\r\nwatchers:1\r\n"
-                 "connections_rejected:0\r\nconnections_cut_off:0\r\n",
-                 rd_swim_checksum(f->agent.swim), rd_ring_checksum(ring), rd_ring_point_count(ring),
-                 rd_swim_health(f->agent.swim), rd_swim_joined(f->agent.swim), fd_cap());
+    char text[3000], want[3200];
+    int n = info_all(f, text, sizeof text, 2);
+    assert_true(n > 0 && (size_t)n < sizeof text);
+    /* INFO, INFO all, default, everything: every section, in order, as Redis lays it out */
+    const char *whole[] = {"INFO\r\n", "INFO all\r\n", "INFO DEFAULT\r\n", "info everything\r\n",
+                           "INFO server all\r\n"};
     snprintf(want, sizeof want, "$%d\r\n%s\r\n", n, text);
-    assert_string_equal(g.buf, want);
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+        expect_reply(f, fd, whole[i], want);
+    /* one section, several (in INFO's order whatever the order asked, each once) */
+    char part[1200], part2[1200], both[2500];
+    info_part(text, "# Server", part, sizeof part);
+    snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(part), part);
+    expect_reply(f, fd, "INFO server\r\n", want);
+    info_part(text, "# Ring", part2, sizeof part2);
+    info_part(text, "# Clients", part, sizeof part);
+    snprintf(both, sizeof both, "%s\r\n%s", part, part2);
+    snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(both), both);
+    expect_reply(f, fd, "INFO ring Clients ring nope\r\n", want);
+    /* no section by that name: empty, as Redis */
+    expect_reply(f, fd, "INFO nope\r\nINFO membership2\r\n", "$0\r\n\r\n$0\r\n\r\n");
+    /* RESP3: verbatim text, empty too */
+    info_part(text, "# Stats", part, sizeof part);
+    snprintf(want, sizeof want, "=%zu\r\ntxt:%s\r\n=4\r\ntxt:\r\n", strlen(part) + 4, part);
+    struct got g = {.len = 0};
+    say(fd, "HELLO 3\r\n");
+    hear_until(f, fd, &g, "modules\r\n*0\r\n");
+    expect_reply(f, fd, "INFO stats\r\nINFO nope\r\n", want);
     close(fd);
     close(sub);
 }
@@ -538,9 +579,9 @@ static void test_query_not_ready_refuses_placement_only(void **state)
                  "-NOTREADY not joined yet\r\n-ERR wrong number of arguments for 'owner'\r\n"
                  "+PONG\r\n");
     struct got g = {.len = 0};
-    say(fd, "INFO\r\n");
-    hear_until(f, fd, &g, "connections_cut_off:0\r\n\r\n");
-    assert_non_null(strstr(g.buf, "\r\nready:0\r\nversion:"));
+    say(fd, "INFO membership\r\n");
+    hear_until(f, fd, &g, "\r\n\r\n");
+    assert_non_null(strstr(g.buf, "\r\nready:0\r\nincarnations_refused:"));
     f->agent.not_ready = false;
     int idx = rd_ring_owner(f->agent.ring, "k", 1);
     char want[64];
@@ -854,7 +895,7 @@ static void test_query_connection_cap_follows_the_fd_limit(void **state)
     }
     assert_true(g.eof); /* the one over the cap */
     g = (struct got){.len = 0};
-    say(fds[0], "INFO\r\n");
+    say(fds[0], "INFO clients\r\n");
     for (int i = 0; i < 2000 && !strstr(g.buf, "connections_cut_off"); i++) {
         uv_run(&loop2, UV_RUN_NOWAIT);
         ssize_t r = recv(fds[0], g.buf + g.len, sizeof g.buf - 1 - g.len, 0);
@@ -1129,9 +1170,9 @@ static void test_query_hello_switches_the_connection_to_resp3(void **state)
     /* INFO's text is verbatim in RESP3, as Redis sends it */
     struct got g = {.len = 0};
     say(fd, "INFO\r\n");
-    hear_until(f, fd, &g, "connections_cut_off:0\r\n\r\n");
+    hear_until(f, fd, &g, "handlers_failed:23\r\n\r\n");
     assert_memory_equal(g.buf, "=", 1);
-    assert_non_null(strstr(g.buf, "\r\ntxt:# ringd\r\nname:m1\r\n"));
+    assert_non_null(strstr(g.buf, "\r\ntxt:# Server\r\nversion:9.8.7\r\n"));
     close(fd);
     close(other);
 }
@@ -1645,7 +1686,7 @@ static void test_query_subscriber_that_does_not_read_is_cut_off(void **state)
     }
     int probe = client(f);
     struct got g = {.len = 0};
-    say(probe, "INFO\r\n");
+    say(probe, "INFO clients\r\n");
     hear_until(f, probe, &g, "\r\n\r\n");
     assert_non_null(strstr(g.buf, "watchers:0\r\n"));
     assert_non_null(strstr(g.buf, "connections_cut_off:1\r\n"));
@@ -1668,13 +1709,13 @@ static void test_query_subscriptions_show_in_client_list_and_reset_ends_them(voi
     assert_non_null(strstr(g.buf, " flags=P db=0 sub=2 psub=1 "));
     assert_non_null(strstr(g.buf, " flags=N db=0 sub=0 psub=0 "));
     g.len = 0;
-    say(probe, "INFO\r\n");
+    say(probe, "INFO clients\r\n");
     hear_until(f, probe, &g, "\r\n\r\n");
     assert_non_null(strstr(g.buf, "watchers:1\r\n"));
     /* RESET: no longer subscribed, no unsubscribe messages (as Redis), every command runs */
     expect_reply(f, fd, "RESET\r\nOWNER k\r\n", "+RESET\r\n$2\r\nm2\r\n");
     g.len = 0;
-    say(probe, "INFO\r\n");
+    say(probe, "INFO clients\r\n");
     hear_until(f, probe, &g, "\r\n\r\n");
     assert_non_null(strstr(g.buf, "watchers:0\r\n"));
     rd_query_publish(f->agent.q, member_ev, 5);
