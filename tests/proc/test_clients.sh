@@ -14,6 +14,11 @@
 # tests/proc/hiredis_owners.c, RD_HIREDIS_OWNERS); node-redis with default options and
 # with RESP 2, and ioredis with defaults and a pipeline (npm packages pinned by
 # tests/clients/node/package-lock.json; scripts/setup.sh runs npm ci there).
+# Then pub/sub: every one of these subscribes to the channels members and ring through its
+# own API (hiredis's blocking redisGetReply, redis-py's pubsub(), node-redis's subscribe()
+# with default options and with RESP 2, ioredis's subscribe(), redis-cli SUBSCRIBE and
+# PSUBSCRIBE * in their streaming mode), a fourth agent joins, and each must receive the
+# member event saying it is alive and a ring event.
 # Exits 77 (skipped) only when the node packages are not installed, saying why.
 set -u
 RINGD=${1:?usage: test_clients.sh path/to/ringd}
@@ -110,6 +115,66 @@ for run in "node-redis default 3" "node-redis resp2 2" "ioredis default" "ioredi
   fi
   check "$1 $2: CLIENT SETINFO recorded the library's name" grep -qx "lib-name=$1" "$out.err"
 done
+
+# ---------------------------------------------------------------- pub/sub
+# Each subscriber prints the payloads it gets, one per line, and exits 0 by itself once it
+# has n3's member event and a ring event (40 s at most); redis-cli streams until killed.
+subs=""
+sub_names=""
+subscriber() { # NAME COMMAND...: runs COMMAND in the background, output in $DIR/sub-NAME
+  name=$1; shift
+  "$@" > "$DIR/sub-$name" 2> "$DIR/sub-$name.err" &
+  subs="$subs $!"; PIDS="$PIDS $!"; sub_names="$sub_names $name"
+  eval "SUBPID_$(echo "$name" | tr -c 'A-Za-z0-9\n' _)=$!"
+}
+[ -n "$HIREDIS_OWNERS" ] && subscriber hiredis "$HIREDIS_OWNERS" subscribe "$(sock 0)" n3
+[ -n "$PYREDIS" ] && subscriber redis-py "$PYREDIS" "$HERE/redis_py_owners.py" subscribe "$(sock 1)" n3
+subscriber node-redis-default sh -c 'cd "$1" && exec node owners.js node-redis subscribe "$2" n3' _ "$NODE_DIR" "$(sock 2)"
+subscriber node-redis-resp2 sh -c 'cd "$1" && exec node owners.js node-redis subscribe-resp2 "$2" n3' _ "$NODE_DIR" "$(sock 0)"
+subscriber ioredis sh -c 'cd "$1" && exec node owners.js ioredis subscribe "$2" n3' _ "$NODE_DIR" "$(sock 1)"
+cli_subs=""
+cli_sub() { # NAME ARGS...: redis-cli ARGS streaming into $DIR/cli-NAME, for 60 s at most
+  name=$1; shift
+  timeout 60 redis-cli -s "$(sock 2)" "$@" > "$DIR/cli-$name" 2> "$DIR/cli-$name.err" &
+  cli_subs="$cli_subs $!"; PIDS="$PIDS $!"
+}
+cli_sub SUBSCRIBE SUBSCRIBE members ring
+cli_sub PSUBSCRIBE PSUBSCRIBE '*'
+nsubs=$(( $(echo $subs | wc -w) + 2 ))
+subscribed() { [ $(( $(info n0 watchers) + $(info n1 watchers) + $(info n2 watchers) )) = "$nsubs" ]; }
+if t=$(wait_for 20 subscribed); then ok "all $nsubs subscribers subscribed after ${t} ms"
+else fail "not all $nsubs subscribers subscribed within 20 s (watchers: $(info n0 watchers) $(info n1 watchers) $(info n2 watchers))"; fi
+
+start n3 $((PORT0 + 3)) --join "127.0.0.1:$PORT0" || exit 1
+t0=$(now_ms)
+for name in $sub_names; do
+  pid=$(eval "echo \$SUBPID_$(echo "$name" | tr -c 'A-Za-z0-9\n' _)")
+  wait "$pid"; rc=$?
+  if [ "$rc" = 0 ] && grep -q '"type":"member","member":"n3","status":"alive"' "$DIR/sub-$name" &&
+    grep -q '"type":"ring"' "$DIR/sub-$name"; then
+    ok "$name subscribe: n3's member event and the ring event arrived"
+  else
+    fail "$name subscribe: exit $rc, got: $(tr '\n' ' ' < "$DIR/sub-$name" | cut -c1-300) $(tail -3 "$DIR/sub-$name.err")"
+  fi
+done
+# redis-cli prints each message's three (pmessage: four) elements on lines of their own
+cli_got() {
+  grep -q '"type":"member","member":"n3","status":"alive"' "$DIR/cli-$1" && grep -q '"type":"ring"' "$DIR/cli-$1"
+}
+wait_for 10 cli_got SUBSCRIBE >/dev/null
+wait_for 10 cli_got PSUBSCRIBE >/dev/null
+for p in $cli_subs; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+check "redis-cli SUBSCRIBE members ring: confirmations, then n3's member event and the ring event" \
+  sh -c "head -6 '$DIR/cli-SUBSCRIBE' | tr '\n' ' ' | grep -qx 'subscribe members 1 subscribe ring 2 ' &&
+    grep -A2 -x message '$DIR/cli-SUBSCRIBE' | grep -qx members &&
+    grep -q '\"type\":\"member\",\"member\":\"n3\",\"status\":\"alive\"' '$DIR/cli-SUBSCRIBE' &&
+    grep -q '\"type\":\"ring\"' '$DIR/cli-SUBSCRIBE'"
+check "redis-cli PSUBSCRIBE *: pmessages of both channels" \
+  sh -c "head -3 '$DIR/cli-PSUBSCRIBE' | tr '\n' ' ' | grep -qx 'psubscribe \\* 1 ' &&
+    grep -A2 -x pmessage '$DIR/cli-PSUBSCRIBE' | grep -qx members &&
+    grep -A2 -x pmessage '$DIR/cli-PSUBSCRIBE' | grep -qx ring &&
+    grep -q '\"member\":\"n3\",\"status\":\"alive\"' '$DIR/cli-PSUBSCRIBE'"
+echo "# events reached every subscriber within $(( $(now_ms) - t0 )) ms of n3's start"
 
 no_sanitizer_reports
 finish

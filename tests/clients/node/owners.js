@@ -11,6 +11,13 @@
 // CLIENT INFO's pid= is this process.
 // Options are the libraries' defaults but for what the mode names. Exits 1 with the reason
 // on any error, or when nothing is answered within DEADLINE_MS.
+//
+//   node owners.js LIBRARY subscribe[-resp2] SOCKET MEMBER > messages
+//
+// The library's subscribe() on the channels members and ring (node-redis with default
+// options, or with RESP: 2 for subscribe-resp2; ioredis with its defaults), printing each
+// message's payload on its own line until a member event saying MEMBER is alive and a ring
+// event have both come (exit 0), or DEADLINE_MS passed (exit 1).
 "use strict";
 
 const fs = require("fs");
@@ -56,6 +63,47 @@ async function ioredis(mode, path, keys) {
   return { owners, mowner, info: String(info) };
 }
 
+// Resolves once both events came to onMessage(channel, payload).
+function waitEvents(member, start) {
+  return new Promise((resolve) => {
+    let gotMember = false, gotRing = false;
+    start((channel, payload) => {
+      process.stdout.write(payload + "\n");
+      const e = JSON.parse(payload);
+      if (channel === "members" && e.type === "member" && e.member === member && e.status === "alive")
+        gotMember = true;
+      if (channel === "ring" && e.type === "ring") gotRing = true;
+      if (gotMember && gotRing) resolve();
+    });
+  });
+}
+
+async function subscribeNodeRedis(mode, path, member) {
+  const { createClient } = require("redis");
+  const options = { socket: { path } };
+  if (mode === "subscribe-resp2") options.RESP = 2;
+  const client = createClient(options);
+  client.on("error", (err) => fail(err));
+  await client.connect();
+  let listener;
+  const done = waitEvents(member, (onMessage) => (listener = onMessage));
+  await client.subscribe(["members", "ring"], (payload, channel) => listener(channel, payload));
+  await done;
+  await client.unsubscribe();
+  await client.quit();
+}
+
+async function subscribeIoredis(mode, path, member) {
+  const Redis = require("ioredis");
+  const client = new Redis({ path });
+  client.on("error", (err) => fail(err));
+  const done = waitEvents(member, (onMessage) => client.on("message", onMessage));
+  await client.subscribe("members", "ring");
+  await done;
+  await client.unsubscribe();
+  await client.quit();
+}
+
 function fail(err) {
   process.stderr.write("owners.js: " + (err && err.stack ? err.stack : err) + "\n");
   process.exit(1);
@@ -66,6 +114,12 @@ async function main() {
   setTimeout(() => fail("no answer within " + DEADLINE_MS + " ms"), DEADLINE_MS).unref();
   const [lib, mode, path] = process.argv.slice(2);
   if (!lib || !mode || !path) fail("usage: node owners.js LIBRARY MODE SOCKET < keys");
+  if (mode.startsWith("subscribe")) {
+    const sub = { "node-redis": subscribeNodeRedis, ioredis: subscribeIoredis }[lib];
+    if (!sub) fail("unknown library " + lib);
+    await sub(mode, path, process.argv[5]);
+    process.exit(0);
+  }
   const keys = fs.readFileSync(0, "utf8").split("\n").filter((k) => k.length > 0);
   const run = { "node-redis": nodeRedis, ioredis }[lib];
   if (!run) fail("unknown library " + lib);
