@@ -82,26 +82,18 @@ static int fields(struct rd_buf *out, bool lead, const char *const *keys, const 
     return rc;
 }
 
-static int ring_moves(struct rd_buf *out, const char *const *f, size_t n)
+/* `,"name":[{...},...]`: one object of strlen(kinds) fields (keys and kinds as fields())
+ * per run of that many of f[from..n). */
+static int object_list(struct rd_buf *out, const char *name, const char *const *keys,
+                       const char *kinds, const char *const *f, size_t from, size_t n)
 {
-    static const char *const keys[] = {"from", "to", "fraction"};
-    int rc = put(out, ",\"moves\":[");
-    for (size_t i = 5; i + 2 < n && rc == 0; i += 3) {
-        rc = put(out, i > 5 ? ",{" : "{");
-        if (rc == 0) rc = fields(out, false, keys, f + i, "ssn");
-        if (rc == 0) rc = put(out, "}");
-    }
-    return rc ? rc : put(out, "]");
-}
-
-/* A state's members: one {member, status, addr, incarnation} per four fields from f[4]. */
-static int state_members(struct rd_buf *out, const char *const *f, size_t n)
-{
-    static const char *const keys[] = {"member", "status", "addr", "incarnation"};
-    int rc = put(out, ",\"members\":[");
-    for (size_t i = 4; i + 3 < n && rc == 0; i += 4) {
-        rc = put(out, i > 4 ? ",{" : "{");
-        if (rc == 0) rc = fields(out, false, keys, f + i, "sssn");
+    size_t width = strlen(kinds);
+    int rc = put(out, ",\"");
+    if (rc == 0) rc = put(out, name);
+    if (rc == 0) rc = put(out, "\":[");
+    for (size_t i = from; i + width <= n && rc == 0; i += width) {
+        rc = put(out, i > from ? ",{" : "{");
+        if (rc == 0) rc = fields(out, false, keys, f + i, kinds);
         if (rc == 0) rc = put(out, "}");
     }
     return rc ? rc : put(out, "]");
@@ -122,6 +114,7 @@ int rd_event_json(struct rd_buf *out, const char *ts, const char *const *f, size
 {
     static const char *const member_keys[] = {"member", "status", "addr", "incarnation"};
     static const char *const ring_keys[] = {"version", "checksum", "points", "moved"};
+    static const char *const move_keys[] = {"from", "to", "fraction"};
     const char *type = n > 0 ? f[0] : "";
     int rc = put(out, "{\"ts\":");
     if (rc == 0) rc = rd_json_str(out, ts, strlen(ts));
@@ -132,10 +125,10 @@ int rd_event_json(struct rd_buf *out, const char *ts, const char *const *f, size
         rc = fields(out, true, member_keys, f + 1, "sssn");
     else if (strcmp(type, "ring") == 0 && n >= 5 && (n - 5) % 3 == 0) {
         rc = fields(out, true, ring_keys, f + 1, "nsnn");
-        if (rc == 0) rc = ring_moves(out, f, n);
+        if (rc == 0) rc = object_list(out, "moves", move_keys, "ssn", f, 5, n);
     } else if (strcmp(type, "state") == 0 && n >= 4 && (n - 4) % 4 == 0) {
         rc = fields(out, true, ring_keys, f + 1, "nsn");
-        if (rc == 0) rc = state_members(out, f, n);
+        if (rc == 0) rc = object_list(out, "members", member_keys, "sssn", f, 4, n);
     } else
         rc = unknown(out, f, n);
     return rc ? rc : put(out, "}\n");

@@ -130,6 +130,14 @@ static bool host_ready(void *ctx)
     return true;
 }
 
+static const char *host_metrics(void *ctx, size_t *len)
+{
+    (void)ctx;
+    static const char text[] = "# TYPE ringd_up gauge\nringd_up 1\n";
+    *len = sizeof text - 1;
+    return text;
+}
+
 /* At exit: the socket and its directory go; the server itself lives as long as the process. */
 static void remove_socket(void)
 {
@@ -166,6 +174,7 @@ static void start_server(void)
                                  .keyring_list = host_keyring_list,
                                  .keyring_change = host_keyring_change,
                                  .ready = host_ready,
+                                 .metrics = host_metrics,
                                  .change = host_change,
                                  .dns = S.dns};
     check(rd_query_start(&S.loop, &host, S.path, 0600, NULL, &S.q, err, sizeof err) == 0);
