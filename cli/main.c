@@ -28,7 +28,7 @@ static void usage(FILE *out)
             "  members    list the members this agent knows\n"
             "  owner KEY  print the member owning KEY (-n N: N replicas)\n"
             "  info       print this agent's view: counts, ring version and checksum\n"
-            "  watch      stream membership and ring changes\n"
+            "  watch      the current state, then membership and ring changes\n"
             "  join ADDR  join a cluster through ADDR\n"
             "  leave      make the agent leave the cluster gracefully and exit\n"
             "  ready      exit 0 if the agent joined its cluster (readiness probes)\n"
