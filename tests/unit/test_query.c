@@ -1550,6 +1550,14 @@ static void test_query_subscribe_replies_as_redis_in_resp2(void **state)
     /* subscribed to nothing: every command again */
     expect_reply(f, fd, "PING\r\nOWNER k\r\n", "+PONG\r\n$2\r\nm2\r\n");
     close(fd);
+    /* QUIT runs while subscribed: +OK, then the connection closes */
+    int q = client(f);
+    struct got g = {.len = 0};
+    say(q, "SUBSCRIBE ring\r\nQUIT\r\nPING\r\n");
+    hear(f, q, &g, sizeof g.buf);
+    assert_string_equal(g.buf, SUB2("subscribe", "9", "ring", "4", "1") "+OK\r\n");
+    assert_true(g.eof);
+    close(q);
 }
 
 static void test_query_subscribe_in_resp3_pushes_and_allows_every_command(void **state)
