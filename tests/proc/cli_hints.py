@@ -32,7 +32,8 @@ class Term:
     def __init__(self, argv):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
-            os.execvp(argv[0], argv)
+            # linenoise turns hints off on a "dumb" terminal, which CI and chroots often have
+            os.execvpe(argv[0], argv, {**os.environ, "TERM": "xterm"})
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
         self.out = b""
 

@@ -100,9 +100,8 @@ else
   same "hiredis: 1000 pipelined owners equal MOWNER's" "$DIR/hiredis"
 fi
 
-# node-redis and ioredis (their current majors need Node.js 20)
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 20 ] || fail "node-redis 6 and ioredis 6 need Node.js 20 or later, not $(node --version)"
+# node-redis and ioredis: their current majors declare Node.js 20, and run on Debian 12's
+# Node.js 18 as well (this test passes there)
 i=0
 for run in "node-redis default 3" "node-redis resp2 2" "ioredis default" "ioredis pipeline"; do
   set -- $run
