@@ -126,6 +126,10 @@
 #define RD_QUERY_CLIENT_NAME_MAX 128
 /** Channels and patterns one connection may subscribe to (Redis sets no bound; we do). */
 #define RD_QUERY_SUBS_MAX 64
+/** Commands one MULTI may queue, and the bytes they may take (Redis bounds neither but by
+ *  its input buffer): past either the transaction is refused at EXEC. */
+#define RD_QUERY_MULTI_MAX       1024
+#define RD_QUERY_MULTI_MAX_BYTES (1u << 20)
 /** Longest channel name or pattern. */
 #define RD_QUERY_CHANNEL_MAX 128
 /** Longest CLIENT SETINFO LIB-NAME or LIB-VER value. */
@@ -197,6 +201,10 @@ struct qconn {
     struct qsub *subs[RD_QUERY_SUBS_MAX];
     size_t nsubs, npatterns;
     bool listening; /* counted in q->nwatchers: subscribed to at least one channel or pattern */
+    /* MULTI: the commands queued since, as RESP arrays, run in one go by EXEC. */
+    bool multi, multi_dirty; /* in a transaction; a queued command was refused: EXECABORT */
+    struct rd_buf multi_q;
+    size_t multi_n;
 };
 
 struct rd_query {
@@ -268,6 +276,7 @@ static void conn_closed(uv_handle_t *h)
     rd_buf_free(&c->in);
     rd_buf_free(&c->out);
     rd_buf_free(&c->pend);
+    rd_buf_free(&c->multi_q);
     rd_resp_parser_free(&c->parser);
     free(c);
     q->handles--;
@@ -744,14 +753,15 @@ static void cmd_info(struct qconn *c, const struct rd_resp_request *r)
 /*
  * WATCH is Redis's optimistic lock, which a client library sends before MULTI and then
  * reads replies after: a ringd-only event stream under that name would be read as those
- * replies. ringd has no transactions, so WATCH is refused, whatever its arguments, with
+ * replies. What WATCH would guard, a key's owner, has no version a transaction could
+ * check (the ring changes under it), so WATCH is refused, whatever its arguments, with
  * where events are.
  */
 static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
 {
     (void)r;
-    reply_error(c, "ERR WATCH is not supported: ringd has no transactions; SUBSCRIBE members "
-                   "ring for events");
+    reply_error(c, "ERR WATCH is not supported: an owner has no version to watch; SUBSCRIBE "
+                   "members ring for events");
 }
 
 static void reply_int(struct qconn *c, int64_t n);
@@ -1606,6 +1616,67 @@ static void cmd_echo(struct qconn *c, const struct rd_resp_request *r)
     conn_rc(c, rd_resp_write_bulk(&c->pend, r->argv[1].ptr, r->argv[1].len));
 }
 
+/* ---------------------------------------------------------------- transactions */
+
+/*
+ * MULTI ... EXEC, as Redis runs them, for the libraries whose pipelines are transactions
+ * by default (redis-py's pipeline()). Commands are queued as RESP arrays and answered
+ * +QUEUED; EXEC answers one array of their replies, written as they run: the agent runs
+ * one command at a time, so nothing comes between them. A command that cannot be queued
+ * (unknown, wrong arity, blocking or changing the connection's mode) is refused at once
+ * and makes EXEC answer EXECABORT, as in Redis; one refused when it runs (NOPERM) is an
+ * error inside EXEC's array.
+ */
+static void multi_clear(struct qconn *c)
+{
+    c->multi = c->multi_dirty = false;
+    c->multi_q.len = 0;
+    c->multi_n = 0;
+}
+
+static void cmd_multi(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    if (c->multi) {
+        reply_error(c, "ERR MULTI calls can not be nested");
+        return;
+    }
+    c->multi = true;
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+static void cmd_discard(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    if (!c->multi) {
+        reply_error(c, "ERR DISCARD without MULTI");
+        return;
+    }
+    multi_clear(c);
+    conn_rc(c, rd_resp_write_simple(&c->pend, "OK"));
+}
+
+static void cmd_exec(struct qconn *c, const struct rd_resp_request *r);
+
+/* Inside MULTI, every command but these is queued. */
+static bool multi_runs_now(const struct command *row)
+{
+    static const char *const now[] = {"EXEC", "DISCARD", "MULTI", "WATCH", "QUIT", "RESET"};
+    for (size_t i = 0; i < sizeof now / sizeof now[0]; i++)
+        if (strcmp(row->name, now[i]) == 0) return true;
+    return false;
+}
+
+/* Commands that block, or change how the connection's replies are read, cannot be queued. */
+static bool multi_refuses(const struct command *row)
+{
+    static const char *const no[] = {"JOIN",       "HELLO",       "SUBSCRIBE",
+                                     "PSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (strcmp(row->name, no[i]) == 0) return true;
+    return false;
+}
+
 /* RESET: the connection as it was at connect: RESP2, no name, subscribed to nothing
  * (Redis sends no unsubscribe messages for it either). */
 static void cmd_reset(struct qconn *c, const struct rd_resp_request *r)
@@ -1614,6 +1685,7 @@ static void cmd_reset(struct qconn *c, const struct rd_resp_request *r)
     c->proto = RD_RESP2;
     c->name[0] = '\0';
     subs_clear(c);
+    multi_clear(c);
     conn_rc(c, rd_resp_write_simple(&c->pend, "RESET"));
 }
 
@@ -1860,7 +1932,7 @@ static const struct command commands[] = {
      0},
     {"WATCH", cmd_watch, false, -1, "noscript loading stale fast allow_busy", 0, 0, 0,
      "@fast @transaction", "transactions",
-     "Refused: ringd has no transactions; SUBSCRIBE members ring for events",
+     "Refused: an owner has no version to watch; SUBSCRIBE members ring for events",
      "key:string:optional:multiple", NULL, 0},
     {"JOIN", cmd_join, true, 2, "blocking", 0, 0, 0, "@slow", "membership",
      "Joins the cluster through a seed; answered once joined", "address:string", NULL, 0},
@@ -1897,6 +1969,14 @@ static const struct command commands[] = {
     {"RESET", cmd_reset, false, 1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0,
      "@fast @connection", "connection", "Resets the connection: RESP2, no name, no subscriptions",
      "", NULL, 0},
+    {"MULTI", cmd_multi, false, 1, "noscript loading stale fast allow_busy", 0, 0, 0,
+     "@fast @transaction", "transactions", "Starts a transaction: commands are queued", "", NULL,
+     0},
+    {"EXEC", cmd_exec, false, 1, "noscript loading stale skip_slowlog", 0, 0, 0,
+     "@slow @transaction", "transactions", "Runs the queued commands, their replies in one array",
+     "", NULL, 0},
+    {"DISCARD", cmd_discard, false, 1, "noscript loading stale fast allow_busy", 0, 0, 0,
+     "@fast @transaction", "transactions", "Drops the queued commands", "", NULL, 0},
     {"COMMAND", cmd_command, false, -1, "loading stale", 0, 0, 0, "@slow @connection", "server",
      "Describes the commands", "", SUBS(command_commands)},
     {"SUBSCRIBE", cmd_subscribe, false, -2, "pubsub noscript loading stale", 0, 0, 0,
@@ -2224,10 +2304,87 @@ static void cmd_command_docs(struct qconn *c, const struct rd_resp_request *r)
     }
 }
 
+static void cmd_exec(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    if (!c->multi) {
+        reply_error(c, "ERR EXEC without MULTI");
+        return;
+    }
+    if (c->multi_dirty) {
+        multi_clear(c);
+        reply_error(c, "EXECABORT Transaction discarded because of previous errors.");
+        return;
+    }
+    struct rd_buf queued = c->multi_q; /* ours while the commands run */
+    size_t n = c->multi_n;
+    c->multi_q = (struct rd_buf){0};
+    multi_clear(c);
+    conn_rc(c, rd_resp_write_array(&c->pend, n));
+    struct rd_resp_parser parser;
+    rd_resp_parser_init(&parser);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct rd_resp_request req;
+        const char *reason;
+        /* our own encoding of requests that parsed once: it parses again */
+        if (rd_resp_parse(&parser, queued.data + off, queued.len - off, &req, &reason) < 0 ||
+            req.argc == 0) {
+            reply_error(c, "ERR out of memory");
+            continue;
+        }
+        run_row(c, &req, 0, commands, NCOMMANDS);
+        off += req.consumed;
+    }
+    rd_resp_parser_free(&parser);
+    rd_buf_free(&queued);
+}
+
+/* Queues r in c's transaction (+QUEUED), or refuses it and dooms the transaction. False
+ * when r is one of the commands MULTI runs at once. */
+static bool multi_queue(struct qconn *c, const struct rd_resp_request *r)
+{
+    const struct command *row = NULL;
+    for (size_t i = 0; i < NCOMMANDS && !row; i++)
+        if (arg_is(&r->argv[0], commands[i].name)) row = &commands[i];
+    if (row && multi_runs_now(row)) return false;
+    char text[RD_QUERY_ECHO_MAX + 80];
+    int len = r->argv[0].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[0].len;
+    size_t bytes = 16;
+    for (size_t i = 0; i < r->argc; i++)
+        bytes += r->argv[i].len + 16;
+    if (!row)
+        snprintf(text, sizeof text, "ERR unknown command '%.*s'", len, r->argv[0].ptr);
+    else if (!arity_ok(row, r->argc)) {
+        char name[32];
+        lower_into(name, sizeof name, row->name);
+        snprintf(text, sizeof text, "ERR wrong number of arguments for '%s' command", name);
+    } else if (multi_refuses(row))
+        snprintf(text, sizeof text, "ERR Command not allowed inside a transaction");
+    else if (c->multi_n == RD_QUERY_MULTI_MAX || c->multi_q.len + bytes > RD_QUERY_MULTI_MAX_BYTES)
+        snprintf(text, sizeof text, "ERR transaction too long: at most %d commands, %u bytes",
+                 RD_QUERY_MULTI_MAX, RD_QUERY_MULTI_MAX_BYTES);
+    else {
+        int rc = rd_resp_write_array(&c->multi_q, r->argc);
+        for (size_t i = 0; i < r->argc && rc == 0; i++)
+            rc = rd_resp_write_bulk(&c->multi_q, r->argv[i].ptr, r->argv[i].len);
+        if (rc == 0) {
+            c->multi_n++;
+            conn_rc(c, rd_resp_write_simple(&c->pend, "QUEUED"));
+            return true;
+        }
+        snprintf(text, sizeof text, "ERR out of memory");
+    }
+    c->multi_dirty = true;
+    reply_error(c, text);
+    return true;
+}
+
 static void dispatch(struct qconn *c, const struct rd_resp_request *r)
 {
     c->last_ms = uv_now(c->q->loop);
     count_command(c->q, r);
+    if (c->multi && multi_queue(c, r)) return;
     if (run_row(c, r, 0, commands, NCOMMANDS)) return;
     char text[RD_QUERY_ECHO_MAX + 40];
     int len = r->argv[0].len > RD_QUERY_ECHO_MAX ? RD_QUERY_ECHO_MAX : (int)r->argv[0].len;

@@ -3,8 +3,9 @@
     python3 redis_py_owners.py MODE SOCKET < keys > owners
 
 MODE is "default" (Redis(unix_socket_path=...), nothing else), "client_name" (client_name=,
-then the name is read back with CLIENT GETNAME and found in CLIENT LIST) or "pipeline"
-(one pipeline of every OWNER; transaction=False, since ringd has no MULTI). Reads one key
+then the name is read back with CLIENT GETNAME and found in CLIENT LIST), "pipeline" (one
+pipeline of every OWNER as redis-py makes it by default: a MULTI ... EXEC transaction) or
+"pipeline_plain" (transaction=False: the commands alone). Reads one key
 per line, prints the owner of each, one per line, after checking that MOWNER agrees.
 Exits 1 with the reason on any error.
 
@@ -60,8 +61,8 @@ def main():
             sys.exit("client_name: CLIENT GETNAME gave %r" % r.client_getname())
         if not any(c.get("name") == "redis-py-test" for c in r.client_list()):
             sys.exit("client_name: not in CLIENT LIST")
-    if mode == "pipeline":
-        p = r.pipeline(transaction=False)
+    if mode in ("pipeline", "pipeline_plain"):
+        p = r.pipeline(transaction=mode == "pipeline")
         for k in keys:
             p.execute_command("OWNER", k)
         owners = p.execute()

@@ -84,7 +84,7 @@ if [ -z "$PYREDIS" ]; then
   fail "redis-py: python3-redis is not installed (scripts/setup.sh installs it)"
 else
   i=0
-  for mode in default client_name pipeline; do
+  for mode in default client_name pipeline pipeline_plain; do
     i=$((i + 1))
     "$PYREDIS" "$HERE/redis_py_owners.py" "$mode" "$(sock $i)" < "$DIR/keys" \
       > "$DIR/py-$mode" 2> "$DIR/py-$mode.err"

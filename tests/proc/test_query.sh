@@ -307,7 +307,7 @@ expect "INFO counts the watchers" "$(cli INFO | tr -d '\r' | grep '^watchers:')"
 expect "a subscriber answers PING, as Redis" "$(printf 'SUBSCRIBE members\r\nPING\r\n' | raw "$s1" half)" \
     "*3|\$9|subscribe|\$7|members|:1|*2|\$4|pong|\$0|| <EOF>"
 expect "WATCH is refused, pointing at SUBSCRIBE" "$(printf 'WATCH\r\n' | raw "$s1" half)" \
-    "-ERR WATCH is not supported: ringd has no transactions; SUBSCRIBE members ring for events| <EOF>"
+    "-ERR WATCH is not supported: an owner has no version to watch; SUBSCRIBE members ring for events| <EOF>"
 s2=$dir/a2.sock
 start_agent a2 "$p2" "$s2"
 a2=$agent_pid

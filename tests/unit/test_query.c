@@ -622,13 +622,38 @@ static void test_query_join_waits_for_the_exchange(void **state)
     close(other);
 }
 
+/* MULTI ... EXEC as Redis: queued, then one array of the replies; a command refused while
+ * queueing dooms the transaction; nesting, EXEC and DISCARD alone, blocking commands. */
+static void test_query_multi_exec(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    expect_reply(f, fd, "MULTI\r\nPING\r\nECHO hi\r\nEXEC\r\n",
+                 "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+PONG\r\n$2\r\nhi\r\n");
+    expect_reply(f, fd, "EXEC\r\nDISCARD\r\n",
+                 "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n");
+    expect_reply(f, fd, "MULTI\r\nMULTI\r\nNOPE\r\nPING\r\nEXEC\r\n",
+                 "+OK\r\n-ERR MULTI calls can not be nested\r\n-ERR unknown command 'NOPE'\r\n"
+                 "+QUEUED\r\n-EXECABORT Transaction discarded because of previous errors.\r\n");
+    expect_reply(f, fd, "MULTI\r\nECHO\r\nEXEC\r\n",
+                 "+OK\r\n-ERR wrong number of arguments for 'echo' command\r\n"
+                 "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    expect_reply(f, fd, "MULTI\r\nSUBSCRIBE ring\r\nJOIN 10.0.0.4:9\r\nDISCARD\r\nPING\r\n",
+                 "+OK\r\n-ERR Command not allowed inside a transaction\r\n"
+                 "-ERR Command not allowed inside a transaction\r\n+OK\r\n+PONG\r\n");
+    expect_reply(f, fd, "MULTI\r\nPING\r\nRESET\r\nEXEC\r\n",
+                 "+OK\r\n+QUEUED\r\n+RESET\r\n-ERR EXEC without MULTI\r\n");
+    expect_reply(f, fd, "MULTI\r\nEXEC\r\n", "+OK\r\n*0\r\n");
+    close(fd);
+}
+
 /* WATCH is Redis's optimistic lock: refused whatever its arguments, and nothing streams. */
 static void test_query_watch_is_refused_and_streams_nothing(void **state)
 {
     struct fixture *f = *state;
     int w = client(f);
-    const char *refused = "-ERR WATCH is not supported: ringd has no transactions; SUBSCRIBE "
-                          "members ring for events\r\n";
+    const char *refused = "-ERR WATCH is not supported: an owner has no version to watch; "
+                          "SUBSCRIBE members ring for events\r\n";
     char want[512];
     snprintf(want, sizeof want, "%s%s", refused, refused);
     expect_reply(f, w, "WATCH\r\nWATCH k1 k2\r\n", want);
@@ -1828,6 +1853,7 @@ int main(void)
         T(test_query_join_event_published_mid_request_precedes_the_reply),
         T(test_query_not_ready_refuses_placement_only),
         T(test_query_join_waits_for_the_exchange),
+        T(test_query_multi_exec),
         T(test_query_watch_is_refused_and_streams_nothing),
         T(test_query_leave_happens_after_its_reply_is_written),
         T(test_query_leave_still_happens_when_the_client_vanishes),
