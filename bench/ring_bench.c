@@ -157,7 +157,7 @@ static struct rd_ring *make_ring(size_t members, uint32_t vnodes)
     }
     for (size_t i = 0; i < members; i++) {
         snprintf(names[i], sizeof names[i], "node-%zu", i);
-        m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL};
+        m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL, NULL};
     }
     int rc = rd_ring_new(m, members, vnodes, &ring);
     free(m);
@@ -173,7 +173,7 @@ static double time_rebuild(size_t members, uint32_t vnodes, int runs)
     if (!m || !names) exit(1);
     for (size_t i = 0; i < members; i++) {
         snprintf(names[i], sizeof names[i], "node-%zu", i);
-        m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL};
+        m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL, NULL};
     }
     for (int r = 0; r < runs; r++) {
         struct rd_ring *ring = NULL;

@@ -10,7 +10,9 @@
  *                                                  } 16-byte {hash, owner} records
  *   first[0..2^b]  prefix table, 2^b >= P: first[p] = index of the first point whose top
  *                  b bits are >= p; first[2^b] = P
- *   points, names  per member, in name order (the member index)
+ *   points, weights, names, zones, id_off
+ *                  per member, in name order (the member index)
+ *   ids            the members' identities back to back, member k's at id_off[k]
  *
  * Why a prefix table. XXH3 spreads points uniformly, so with 2^b >= P buckets keyed by the
  * top b bits of a position a bucket holds one point or less on average. A lookup reads
@@ -69,6 +71,8 @@ _Static_assert(RD_NAME_MAX <= 255, "name length is encoded in one byte");
 
 /* Largest encoded point: u8 len | name | u32 i. */
 #define POINT_BUF_MAX (1 + RD_NAME_MAX + 4)
+/* Largest member in the checksum: point prefix | u32 weight | u8 len | zone | u8 len | identity. */
+#define MEMBER_SUM_MAX (POINT_BUF_MAX + 4 + 1 + RD_ZONE_MAX + 1 + RD_RING_IDENTITY_MAX)
 /* rd_ring_owners() dedupes on a stack bitmap up to this many members (2 KiB of stack). */
 #define OWNERS_STACK_MEMBERS 16384
 /* ... and by scanning out[] when it wants at most this many members. */
@@ -80,10 +84,16 @@ struct ring_name {
     char s[RD_NAME_MAX + 1];
 };
 
+struct ring_zone {
+    uint8_t len;
+    char s[RD_ZONE_MAX + 1];
+};
+
 struct rd_ring {
     uint32_t nmembers;
     uint32_t npoints;
     uint32_t vnodes;
+    enum rd_ring_mode mode;
     uint64_t raw_points; /* sum of the unscaled counts */
     uint64_t budget;     /* 0, or the scaled ring's budget (see scale_count) */
     unsigned shift;      /* 64 - b; lookup bucket = pos >> shift */
@@ -92,7 +102,11 @@ struct rd_ring {
     uint32_t *owner;         /* [npoints] member index */
     uint32_t *first;         /* [2^b + 1] prefix table */
     uint32_t *points;        /* [nmembers] points per member */
+    uint32_t *weights;       /* [nmembers] */
+    uint32_t *id_off;        /* [nmembers + 1] member k's identity is ids[id_off[k]..id_off[k+1]) */
     struct ring_name *names; /* [nmembers] in name order */
+    struct ring_zone *zones; /* [nmembers] */
+    char *ids;               /* identities, each NUL-terminated */
 };
 
 /* Every allocation of the module: malloc, or a test's failing stand-in (ring_internal.h).
@@ -162,6 +176,21 @@ static int cmp_member_name(const void *a, const void *b)
     const struct rd_ring_member *y = *(const struct rd_ring_member *const *)b;
     /* strcmp compares as unsigned char and a prefix sorts first: exactly the spec's order. */
     return strcmp(x->name, y->name);
+}
+
+/* The identity a member is hashed by in ketama mode: its own, or its name. */
+static const char *identity_of(const struct rd_ring_member *m)
+{
+    return m->identity ? m->identity : m->name;
+}
+
+static bool identity_valid(const char *s)
+{
+    size_t len = strnlen(s, RD_RING_IDENTITY_MAX + 1);
+    if (len < 1 || len > RD_RING_IDENTITY_MAX) return false;
+    for (size_t k = 0; k < len; k++)
+        if (s[k] < 0x21 || s[k] > 0x7e) return false;
+    return true;
 }
 
 static size_t align_up(size_t n, size_t a)
@@ -480,12 +509,16 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     if (n > RD_RING_MAX_POINTS) return RD_E2BIG;
 
     uint64_t total = 0;
+    size_t id_bytes = 0;
     for (size_t k = 0; k < n; k++) {
         const struct rd_ring_member *m = &members[k];
         if (!m->name || !rd_name_valid(m->name, strnlen(m->name, RD_NAME_MAX + 1)))
             return RD_EINVAL;
         if (m->weight < 1 || m->weight > RD_WEIGHT_MAX) return RD_EINVAL;
+        if (m->zone && !rd_zone_valid(m->zone, strnlen(m->zone, RD_ZONE_MAX + 1))) return RD_EINVAL;
+        if (m->identity && !identity_valid(m->identity)) return RD_EINVAL;
         total += point_count(vnodes, m->weight);
+        id_bytes += strlen(identity_of(m)) + 1;
     }
 
     /* Name order is the member index; sort pointers so the caller's array stays untouched. */
@@ -518,13 +551,18 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
         b++;
     size_t nbuckets = total ? (size_t)1 << b : 0;
 
-    /* One block: header | hashes[P + 1] | owner[P] | first[2^b + 1] | points | names. */
+    /* One block: header | hashes[P + 1] | owner[P] | first[2^b + 1] | points | weights |
+     * id_off | names | zones | ids. */
     size_t off_hashes = align_up(sizeof(struct rd_ring), sizeof(uint64_t));
     size_t off_owner = off_hashes + (total ? total + 1 : 0) * sizeof(uint64_t);
     size_t off_first = off_owner + total * sizeof(uint32_t);
     size_t off_points = off_first + (total ? nbuckets + 1 : 0) * sizeof(uint32_t);
-    size_t off_names = off_points + n * sizeof(uint32_t);
-    size_t size = off_names + n * sizeof(struct ring_name);
+    size_t off_weights = off_points + n * sizeof(uint32_t);
+    size_t off_id_off = off_weights + n * sizeof(uint32_t);
+    size_t off_names = off_id_off + (n + 1) * sizeof(uint32_t);
+    size_t off_zones = off_names + n * sizeof(struct ring_name);
+    size_t off_ids = off_zones + n * sizeof(struct ring_zone);
+    size_t size = off_ids + id_bytes;
     char *block = ring_alloc(hooks, size);
     /* The sort's staging area (a little over P hashes and P owners), freed before returning. */
     struct sort_shape sh = sort_shape_of((uint32_t)total, b);
@@ -539,6 +577,7 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     r->nmembers = (uint32_t)n;
     r->npoints = (uint32_t)total;
     r->vnodes = vnodes;
+    r->mode = RD_RING_MODE_RINGD;
     r->raw_points = raw_total;
     r->budget = budget;
     r->shift = 64 - b;
@@ -546,34 +585,56 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     r->owner = total ? (uint32_t *)(block + off_owner) : NULL;
     r->first = total ? (uint32_t *)(block + off_first) : NULL;
     r->points = (uint32_t *)(block + off_points);
+    r->weights = (uint32_t *)(block + off_weights);
+    r->id_off = (uint32_t *)(block + off_id_off);
     r->names = (struct ring_name *)(block + off_names);
+    r->zones = (struct ring_zone *)(block + off_zones);
+    r->ids = block + off_ids;
 
-    /* Members in name order, and the checksum over exactly what decides placement. The
-     * encodings are staged in a chunk and streamed a chunk at a time (the digest does not
-     * depend on how the input is cut): fewer updates, and GCC's -Wstringop-overread misfires
-     * on tiny updates of the inlined XXH3. */
+    /* Members in name order, and the checksum over the whole definition. The encodings are
+     * staged in a chunk and streamed a chunk at a time (the digest does not depend on how
+     * the input is cut): fewer updates, and GCC's -Wstringop-overread misfires on tiny
+     * updates of the inlined XXH3. */
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     uint8_t chunk[4096];
     size_t used = 0;
+    chunk[used++] = (uint8_t)r->mode;
+    uint32_t id_at = 0;
     for (size_t k = 0; k < n; k++) {
+        const struct rd_ring_member *m = sorted[k];
         struct ring_name *nm = &r->names[k];
-        size_t len = strlen(sorted[k]->name);
+        size_t len = strlen(m->name);
         nm->len = (uint8_t)len;
-        memcpy(nm->s, sorted[k]->name, len + 1);
-        uint32_t pc = (uint32_t)point_count(vnodes, sorted[k]->weight);
+        memcpy(nm->s, m->name, len + 1);
+        struct ring_zone *zn = &r->zones[k];
+        zn->len = (uint8_t)(m->zone ? strlen(m->zone) : 0);
+        memcpy(zn->s, m->zone ? m->zone : "", zn->len + 1u);
+        const char *id = identity_of(m);
+        size_t idlen = strlen(id);
+        r->id_off[k] = id_at;
+        memcpy(r->ids + id_at, id, idlen + 1);
+        id_at += (uint32_t)idlen + 1;
+        uint32_t pc = (uint32_t)point_count(vnodes, m->weight);
         if (budget) pc = scale_count(pc, budget, raw_total);
         r->points[k] = pc;
-        if (used + POINT_BUF_MAX > sizeof chunk) {
+        r->weights[k] = m->weight;
+        if (used + MEMBER_SUM_MAX > sizeof chunk) {
             XXH3_64bits_update(&st, chunk, used);
             used = 0;
         }
         used += point_prefix(chunk + used, nm->s, len);
-        chunk[used++] = (uint8_t)(pc >> 24);
-        chunk[used++] = (uint8_t)(pc >> 16);
-        chunk[used++] = (uint8_t)(pc >> 8);
-        chunk[used++] = (uint8_t)pc;
+        put_be32(chunk + used, pc);
+        put_be32(chunk + used + 4, m->weight);
+        used += 8;
+        chunk[used++] = zn->len;
+        memcpy(chunk + used, zn->s, zn->len);
+        used += zn->len;
+        chunk[used++] = (uint8_t)idlen;
+        memcpy(chunk + used, id, idlen);
+        used += idlen;
     }
+    r->id_off[n] = id_at;
     XXH3_64bits_update(&st, chunk, used);
     r->checksum = n ? XXH3_64bits_digest(&st) : 0;
     free(sorted);
@@ -608,6 +669,26 @@ size_t rd_ring_member_count(const struct rd_ring *ring)
 const char *rd_ring_member_name(const struct rd_ring *ring, size_t idx)
 {
     return ring && idx < ring->nmembers ? ring->names[idx].s : NULL;
+}
+
+uint32_t rd_ring_member_weight(const struct rd_ring *ring, size_t idx)
+{
+    return ring && idx < ring->nmembers ? ring->weights[idx] : 0;
+}
+
+const char *rd_ring_member_zone(const struct rd_ring *ring, size_t idx)
+{
+    return ring && idx < ring->nmembers ? ring->zones[idx].s : "";
+}
+
+const char *rd_ring_member_identity(const struct rd_ring *ring, size_t idx)
+{
+    return ring && idx < ring->nmembers ? ring->ids + ring->id_off[idx] : NULL;
+}
+
+enum rd_ring_mode rd_ring_mode(const struct rd_ring *ring)
+{
+    return ring ? ring->mode : RD_RING_MODE_RINGD;
 }
 
 uint32_t rd_ring_member_points(const struct rd_ring *ring, size_t idx)

@@ -40,11 +40,27 @@
  *  scaled down by one common factor (see the file comment and rd_ring_scaled()). */
 #define RD_RING_MAX_POINTS (1u << 24)
 
-/** What the ring needs of a member. `name` is NUL-terminated and valid (rd_name_valid). */
+/** Version of the ring specification (proto/PROTOCOL.md, "The ring") that this code builds. */
+#define RD_RING_SPEC 1
+/** Longest identity in bytes (it is encoded after a one-byte length). */
+#define RD_RING_IDENTITY_MAX 255
+
+/** How a ring places keys: ringd's own construction, or libmemcached's ketama. */
+enum rd_ring_mode {
+    RD_RING_MODE_RINGD = 0,
+    RD_RING_MODE_KETAMA = 1,
+};
+
+/**
+ * What the ring needs of a member. Strings are NUL-terminated and copied into the ring:
+ * `name` is valid (rd_name_valid), `zone` valid (rd_zone_valid) or NULL for none, `identity`
+ * 1..RD_RING_IDENTITY_MAX printable ASCII bytes (0x21..0x7e) or NULL for the name.
+ */
 struct rd_ring_member {
     const char *name;
-    uint32_t weight;  /**< fixed point, RD_WEIGHT_ONE = 1.0, 1..RD_WEIGHT_MAX */
-    const char *zone; /**< may be NULL; not used for placement, nor kept by the ring */
+    uint32_t weight;      /**< fixed point, RD_WEIGHT_ONE = 1.0, 1..RD_WEIGHT_MAX */
+    const char *zone;     /**< failure domain of the member; NULL or "" for none */
+    const char *identity; /**< the string a ketama ring hashes for the member; NULL: the name */
 };
 
 /** An immutable ring snapshot. */
@@ -65,6 +81,14 @@ void rd_ring_delete(struct rd_ring *ring);
 size_t rd_ring_member_count(const struct rd_ring *ring);
 /** Name of member `idx` (name order). Valid while the ring lives. */
 const char *rd_ring_member_name(const struct rd_ring *ring, size_t idx);
+/** Weight of member `idx` (fixed point, RD_WEIGHT_ONE = 1.0); 0 for a bad index. */
+uint32_t rd_ring_member_weight(const struct rd_ring *ring, size_t idx);
+/** Zone of member `idx`: "" when it has none (or for a bad index). Valid while the ring lives. */
+const char *rd_ring_member_zone(const struct rd_ring *ring, size_t idx);
+/** Identity of member `idx`: the one it was given, else its name; NULL for a bad index. */
+const char *rd_ring_member_identity(const struct rd_ring *ring, size_t idx);
+/** How the ring places keys (RD_RING_MODE_RINGD for rd_ring_new()). */
+enum rd_ring_mode rd_ring_mode(const struct rd_ring *ring);
 /** Points of member `idx`. */
 uint32_t rd_ring_member_points(const struct rd_ring *ring, size_t idx);
 /** Total number of points. */
@@ -78,9 +102,11 @@ bool rd_ring_scaled(const struct rd_ring *ring, uint64_t *budget, uint64_t *raw_
 uint32_t rd_ring_vnodes(const struct rd_ring *ring);
 
 /**
- * 64-bit identity of the ring's placement inputs: XXH3-64 over the members in name order,
- * each as u8 len | name | u32 big-endian point count. Two rings place every key alike
- * exactly when their checksums are equal (up to hash collisions). The empty ring's is 0.
+ * 64-bit identity of the whole ring definition: XXH3-64 over u8 mode, then each member in
+ * name order as u8 len | name | u32 big-endian points | u32 big-endian weight | u8 zone
+ * length | zone | u8 identity length | identity. Rings with equal checksums place every key
+ * alike, in every lookup (up to hash collisions), so a process that rebuilds a ring from its
+ * definition proves it has the agent's ring by comparing checksums. The empty ring's is 0.
  */
 uint64_t rd_ring_checksum(const struct rd_ring *ring);
 
