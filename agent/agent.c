@@ -89,7 +89,9 @@ struct rd_agent {
     struct rd_hooks *hooks; /* --on-event handlers; NULL when none */
     struct rd_ring *ring;
     uint64_t ring_version;
-    uint64_t rebuild_tat_ms; /* rate limit: the next rebuild's theoretical arrival time */
+    struct rd_ring_params ring_params; /* what the ring is built with: agreed at join */
+    const char *ring_params_source;    /* "set", "default" or "adopted" (INFO) */
+    uint64_t rebuild_tat_ms;           /* rate limit: the next rebuild's theoretical arrival time */
     bool rebuild_pending;
     bool leaving, left, was_joined;
     /* Not ready (OWNER and friends get -NOTREADY, INFO ready:0) until was_joined: set when
@@ -216,7 +218,7 @@ static void rebuild_ring(struct rd_agent *a)
                 RD_FDBL("max_weight", (double)a->cfg.max_weight / RD_WEIGHT_ONE));
     a->weight_capped = capped;
     struct rd_ring *ring;
-    int rc = rd_ring_new(rm, n, a->cfg.vnodes, &ring);
+    int rc = rd_ring_new(rm, n, a->ring_params.vnodes, &ring);
     free(rm);
     if (rc < 0) {
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(rc)));
@@ -452,6 +454,32 @@ static void flush(struct rd_agent *a)
     uint64_t next = rd_swim_next_tick(a->swim);
     now = now_ms();
     uv_timer_start(&a->tick_timer, on_tick, next > now ? next - now : 0, 0);
+}
+
+/* The answer of a seed decided our ring parameters (sync.h, rd_sync_ring_fn). */
+static void on_ring_params(void *ctx, enum rd_ring_verdict v, const struct rd_ring_params *theirs,
+                           const char *from)
+{
+    struct rd_agent *a = ctx;
+    char ours[64], cluster[64];
+    rd_ring_params_format(&a->ring_params, ours, sizeof ours);
+    rd_ring_params_format(theirs, cluster, sizeof cluster);
+    if (v == RD_RING_ADOPT) {
+        rd_logf(RD_LOG_INFO, "ring parameters adopted", RD_FSTR("ours", ours),
+                RD_FSTR("cluster", cluster), RD_FSTR("from", from));
+        a->ring_params = *theirs;
+        a->ring_params_source = "adopted";
+        schedule_rebuild(a);
+        return;
+    }
+    if (a->left) return;
+    rd_logf(RD_LOG_ERROR, "ring parameters differ from the cluster's: stopping",
+            RD_FSTR("ours", ours), RD_FSTR("cluster", cluster), RD_FSTR("from", from),
+            RD_FSTR("hint", "start every agent with the same --vnodes, or leave it unset"));
+    notify(a, "STATUS=ring parameters differ from the cluster's: stopping");
+    a->exit_rc = RD_EINVAL;
+    a->left = true;
+    uv_stop(a->loop);
 }
 
 /* A sync merged a peer's state or failed: send what the core wants sent now. */
@@ -1162,7 +1190,8 @@ static void host_status(void *ctx, struct rd_query_status *out)
     *out = (struct rd_query_status){
         .uptime_s = (now_ms() - a->start_ms) / 1000,
         .ring_version = a->ring_version,
-        .vnodes = a->cfg.vnodes,
+        .ring_params = a->ring_params,
+        .ring_params_source = a->ring_params_source,
         .weight = a->cfg.weight,
         .max_weight = a->cfg.max_weight,
         .members_weight_capped = a->weight_capped,
@@ -1173,6 +1202,7 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .syncs_refused_full = ss.refused_full,
         .syncs_timed_out_header = ss.timed_out_header,
         .syncs_timed_out_frame = ss.timed_out_frame,
+        .syncs_refused_ring = ss.ring_params,
         .packets_dropped = a->dropped,
         .syncs_dropped = rd_sync_dropped(a->sync),
         .verify_incoming = a->cfg.keyring.nkeys && a->cfg.gossip_verify_incoming != RD_SWITCH_OFF,
@@ -1515,7 +1545,10 @@ int rd_agent_run(const struct rd_agent_config *config)
     rd_swim_config_profile(&sc, a->cfg.profile);
     uint64_t seed = a->cfg.seed ? a->cfg.seed : wall_ms() ^ ((uint64_t)getpid() << 32);
     a->swim = rd_swim_new(&sc, &self, seed, now_ms());
-    if (!a->swim || rd_ring_new(NULL, 0, a->cfg.vnodes, &a->ring) < 0) {
+    a->ring_params =
+        (struct rd_ring_params){RD_RING_SPEC, RD_RING_MODE_RINGD, (uint16_t)a->cfg.vnodes};
+    a->ring_params_source = a->cfg.vnodes_set ? "set" : "default";
+    if (!a->swim || rd_ring_new(NULL, 0, a->ring_params.vnodes, &a->ring) < 0) {
         rc = RD_ENOMEM;
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", "out of memory"));
         goto out;
@@ -1538,6 +1571,8 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->seeds_timer.data = a;
     /* with no seed (from --join or the snapshot) it starts a cluster: ready at once */
     a->needs_join = a->cfg.njoins > 0 || nsnap > 0;
+    rd_sync_set_ring(a->sync, &a->ring_params, a->cfg.vnodes_set ? RD_SYNC_VNODES_SET : 0,
+                     a->needs_join, on_ring_params);
     struct rd_query_host host = {.ctx = a,
                                  .ring = host_ring,
                                  .swim = host_swim,

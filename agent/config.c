@@ -348,8 +348,10 @@ static const struct option_def options[] = {
      "group (name or gid) whose members may make changes through the\n"
      "socket (JOIN, LEAVE, KEYRING, TAGS, WEIGHT, FORCE-LEAVE), besides\n"
      "root and the agent's user"},
-    {"vnodes", "N", OPT_ONE, AT(vnodes), RD_STR(RD_RING_VNODES_DEFAULT), NULL, set_vnodes,
-     "ring points per member at weight 1, same on all agents"},
+    {"vnodes", "N", OPT_ONE, AT(vnodes), NULL, "the cluster's, or " RD_STR(RD_RING_VNODES_DEFAULT),
+     set_vnodes,
+     "ring points per member at weight 1; a joining agent takes the\n"
+     "cluster's unless this is given, and stops if it differs"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
      "this member's share of the ring, 0.001 to 100; applied on\n"
      "SIGHUP; `ringd weight W` changes it live, and 0 drains it"},
@@ -666,6 +668,8 @@ static int finish(struct rd_agent_config *cfg, bool resolve_addrs, char *err, si
         }
         strcpy(cfg->name, host);
     }
+    cfg->vnodes_set = cfg->vnodes != 0;
+    if (!cfg->vnodes_set) cfg->vnodes = RD_RING_VNODES_DEFAULT;
     if (cfg->weight > cfg->max_weight) {
         snprintf(
             err, errlen,

@@ -47,7 +47,8 @@ struct rd_agent_config {
     char socket_path[108];
     unsigned socket_mode;
     char admin_group[RD_QUERY_GROUP_MAX + 1]; /* empty: only root and the agent's user */
-    uint32_t vnodes;
+    uint32_t vnodes;                          /* RD_RING_VNODES_DEFAULT unless vnodes_set */
+    bool vnodes_set;     /* given by a flag or the config file: never adopted from the cluster */
     uint32_t weight;     /* fixed point, RD_WEIGHT_ONE = 1.0 */
     uint32_t max_weight; /* heavier members are placed at this weight */
     char zone[RD_ZONE_MAX + 1];

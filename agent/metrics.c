@@ -271,6 +271,8 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
         y->timed_out_header, "phase=\"frame\"", y->timed_out_frame);
     one(&o, "ringd_syncs_malformed_total", "counter", "Sync frames dropped undecoded.",
         y->malformed);
+    one(&o, "ringd_syncs_ring_refused_total", "counter",
+        "Sync frames not merged: the peer's ring parameters differ from ours.", y->ring_params);
     one(&o, "ringd_syncs_oversize_total", "counter",
         "Sync frames refused for the length they announced.", y->oversize);
     drops(&o, "ringd_syncs_dropped_total", "Sync frames refused by the encryption rule, by reason.",

@@ -83,6 +83,7 @@
 #include "addr.h"
 #include "dns.h"
 #include "event.h"
+#include "ringparams.h"
 #include "files.h"
 #include "log.h"
 #include "msg.h"
@@ -668,14 +669,17 @@ static int info_section(struct rd_query *q, struct rd_buf *out, enum info_sectio
     case INFO_RING:
         return info_add(out,
                         "ring_version:%" PRIu64 "\r\nring_checksum:%016" PRIx64
-                        "\r\nring_members:%zu\r\nring_points:%zu\r\nvnodes:%u\r\n"
+                        "\r\nring_members:%zu\r\nring_points:%zu\r\nring_spec:%u\r\n"
+                        "ring_mode:%s\r\nvnodes:%u\r\nring_params:%s\r\n"
                         "weight:%u.%03u\r\nmax_weight:%u.%03u\r\nring_scaled:%d\r\n"
                         "members_weight_capped:%zu\r\n",
                         st->ring_version, rd_ring_checksum(ring), rd_ring_member_count(ring),
-                        rd_ring_point_count(ring), st->vnodes, st->weight / RD_WEIGHT_ONE,
-                        st->weight % RD_WEIGHT_ONE, st->max_weight / RD_WEIGHT_ONE,
-                        st->max_weight % RD_WEIGHT_ONE, rd_ring_scaled(ring, NULL, NULL),
-                        st->members_weight_capped);
+                        rd_ring_point_count(ring), st->ring_params.spec,
+                        rd_ring_mode_name(st->ring_params.mode), st->ring_params.vnodes,
+                        st->ring_params_source ? st->ring_params_source : "default",
+                        st->weight / RD_WEIGHT_ONE, st->weight % RD_WEIGHT_ONE,
+                        st->max_weight / RD_WEIGHT_ONE, st->max_weight % RD_WEIGHT_ONE,
+                        rd_ring_scaled(ring, NULL, NULL), st->members_weight_capped);
     case INFO_GOSSIP:
         return info_add(
             out,
@@ -688,8 +692,9 @@ static int info_section(struct rd_query *q, struct rd_buf *out, enum info_sectio
             "syncs_malformed:%" PRIu64 "\r\nsyncs_oversize:%" PRIu64
             "\r\nsyncs_refused_source:%" PRIu64 "\r\nsyncs_refused_full:%" PRIu64
             "\r\nsyncs_timed_out_header:%" PRIu64 "\r\nsyncs_timed_out_frame:%" PRIu64 "\r\n"
-            "syncs_dropped_nokey:%" PRIu64 "\r\nsyncs_dropped_plain:%" PRIu64
-            "\r\nsyncs_dropped_sealed:%" PRIu64 "\r\nsyncs_accepted_plain:%" PRIu64 "\r\n"
+            "syncs_refused_ring:%" PRIu64 "\r\nsyncs_dropped_nokey:%" PRIu64
+            "\r\nsyncs_dropped_plain:%" PRIu64 "\r\nsyncs_dropped_sealed:%" PRIu64
+            "\r\nsyncs_accepted_plain:%" PRIu64 "\r\n"
             "gossip_verify_incoming:%s\r\ngossip_verify_outgoing:%s\r\n"
             "keyring_keys:%zu\r\nkeyring_primary:%s\r\n",
             ss->packets_in, ss->packets_out, st->packets_malformed, st->packets_dropped.nokey,
@@ -698,9 +703,10 @@ static int info_section(struct rd_query *q, struct rd_buf *out, enum info_sectio
             ss->replies_trimmed, ss->ping_reqs_refused, ss->syncs_in, ss->syncs_out,
             ss->syncs_failed, st->syncs_malformed, st->syncs_oversize, st->syncs_refused_source,
             st->syncs_refused_full, st->syncs_timed_out_header, st->syncs_timed_out_frame,
-            st->syncs_dropped.nokey, st->syncs_dropped.plain, st->syncs_dropped.sealed,
-            st->syncs_dropped.plain_accepted, st->verify_incoming ? "on" : "off",
-            st->verify_outgoing ? "on" : "off", st->keyring_keys, st->keyring_primary);
+            st->syncs_refused_ring, st->syncs_dropped.nokey, st->syncs_dropped.plain,
+            st->syncs_dropped.sealed, st->syncs_dropped.plain_accepted,
+            st->verify_incoming ? "on" : "off", st->verify_outgoing ? "on" : "off",
+            st->keyring_keys, st->keyring_primary);
     case INFO_STATS:
         return info_add(out,
                         "events_handled:%" PRIu64 "\r\nevents_dropped:%" PRIu64

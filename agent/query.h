@@ -23,6 +23,7 @@
 #include "hooks.h"
 #include "keyring.h"
 #include "member.h"
+#include "msg.h"
 
 struct rd_query;
 struct rd_query_peer;
@@ -37,18 +38,20 @@ struct rd_swim;
 /** The numbers INFO shows that only the host knows; the server formats them. */
 struct rd_query_status {
     uint64_t uptime_s;
-    uint64_t ring_version;           /**< rebuilds that changed the placement */
-    uint32_t vnodes;                 /**< ring points per member at weight 1 */
-    uint32_t weight;                 /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
-    uint32_t max_weight;             /**< heavier members are placed at this weight */
-    size_t members_weight_capped;    /**< members of the ring placed at max_weight */
-    uint64_t packets_malformed;      /**< datagrams dropped undecoded */
-    uint64_t syncs_malformed;        /**< sync frames dropped undecoded */
-    uint64_t syncs_oversize;         /**< sync frames refused for the length they announced */
-    uint64_t syncs_refused_source;   /**< incoming syncs refused: per-source limit */
-    uint64_t syncs_refused_full;     /**< incoming syncs refused: no slot */
-    uint64_t syncs_timed_out_header; /**< incoming syncs cut: no length prefix in time */
-    uint64_t syncs_timed_out_frame;  /**< incoming syncs cut: frame not whole in time */
+    uint64_t ring_version;             /**< rebuilds that changed the placement */
+    struct rd_ring_params ring_params; /**< what the ring is built with */
+    const char *ring_params_source;    /**< "set", "default" or "adopted" */
+    uint32_t weight;                   /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
+    uint32_t max_weight;               /**< heavier members are placed at this weight */
+    size_t members_weight_capped;      /**< members of the ring placed at max_weight */
+    uint64_t packets_malformed;        /**< datagrams dropped undecoded */
+    uint64_t syncs_malformed;          /**< sync frames dropped undecoded */
+    uint64_t syncs_oversize;           /**< sync frames refused for the length they announced */
+    uint64_t syncs_refused_source;     /**< incoming syncs refused: per-source limit */
+    uint64_t syncs_refused_full;       /**< incoming syncs refused: no slot */
+    uint64_t syncs_timed_out_header;   /**< incoming syncs cut: no length prefix in time */
+    uint64_t syncs_timed_out_frame;    /**< incoming syncs cut: frame not whole in time */
+    uint64_t syncs_refused_ring;       /**< sync frames not merged: ring parameters differ */
     struct rd_envelope_drops packets_dropped; /**< datagrams refused by the envelope rule */
     struct rd_envelope_drops syncs_dropped;   /**< sync frames refused by it */
     bool verify_incoming;                     /**< keyed and refusing plain gossip */

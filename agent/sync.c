@@ -20,6 +20,11 @@
  * Every refusal is counted by reason and logged at most once per RD_SYNC_LOG_INTERVAL_MS
  * per reason: a flood must not become a flood of log lines.
  *
+ * Ring parameters ride on every frame we send and are judged on every frame we read, before
+ * anything is merged (ringparams.h has the rule): a peer that cannot share our ring never
+ * enters the member table. A joiner we refuse still gets our answer, so that it can say
+ * which parameters the cluster has when it stops.
+ *
  * The module owns everything it allocates. The server object goes when its last handle
  * has closed after rd_sync_close(), like the query server, so no callback ever sees freed
  * memory.
@@ -58,14 +63,19 @@ enum refusal {
     TIMED_OUT_FRAME,
     OVERSIZE,
     MALFORMED,
+    RING_PARAMS,
     REFUSALS
 };
 
 /* The reason= of a refusal's log line. */
 static const char *const refusal_names[REFUSALS] = {
-    [REFUSED_SOURCE] = "per-source limit",  [REFUSED_FULL] = "slots full",
-    [TIMED_OUT_HEADER] = "header deadline", [TIMED_OUT_FRAME] = "frame deadline",
-    [OVERSIZE] = "oversize frame",          [MALFORMED] = "malformed frame",
+    [REFUSED_SOURCE] = "per-source limit",
+    [REFUSED_FULL] = "slots full",
+    [TIMED_OUT_HEADER] = "header deadline",
+    [TIMED_OUT_FRAME] = "frame deadline",
+    [OVERSIZE] = "oversize frame",
+    [MALFORMED] = "malformed frame",
+    [RING_PARAMS] = "ring parameters differ",
 };
 
 struct sync_conn {
@@ -91,6 +101,10 @@ struct rd_sync {
     struct rd_swim *swim;
     rd_sync_changed_fn changed;
     rd_sync_result_fn result; /* NULL: nobody asked for outcomes */
+    rd_sync_ring_fn ring_fn;  /* NULL: ring parameters not set yet */
+    struct rd_ring_params ring;
+    unsigned ring_set; /* RD_SYNC_*_SET */
+    bool joins;        /* started with seeds: joining until its first exchange is answered */
     void *ctx;
     uv_tcp_t listener;
     struct sync_conn *conns;
@@ -248,12 +262,19 @@ static struct sync_conn *conn_new(struct rd_sync *s, bool outgoing)
 
 /* ---------------------------------------------------------------- sending */
 
+static bool joining(const struct rd_sync *s)
+{
+    return s->joins && !rd_swim_joined(s->swim);
+}
+
 /* Encodes our full state as one frame into *out, sealed when we have keys; 0 or RD_ENOMEM /
  * RD_E2BIG. */
 static int encode_state(const struct rd_sync *s, uint8_t flags, char **out, size_t *len)
 {
     struct rd_packet pkt;
     rd_swim_sync_state(s->swim, flags, &pkt);
+    pkt.msgs[0].ring = s->ring;
+    pkt.msgs[0].flags |= (uint8_t)(s->ring_set | (joining(s) ? RD_SYNC_JOIN : 0));
     size_t cap = RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX;
     for (size_t i = 0; i < pkt.nmembers; i++)
         cap += rd_wire_member_size_max(&pkt.members[i]);
@@ -308,6 +329,47 @@ static void sync_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     *b = uv_buf_init(c->s->read_buf, sizeof c->s->read_buf);
 }
 
+static const struct rd_msg *sync_msg(const struct rd_packet *pkt)
+{
+    for (size_t k = 0; k < pkt->nmsgs; k++)
+        if (pkt->msgs[k].type == RD_MSG_SYNC) return &pkt->msgs[k];
+    return NULL;
+}
+
+static bool asks_reply(const struct rd_packet *pkt)
+{
+    const struct rd_msg *m = sync_msg(pkt);
+    return m && (m->flags & RD_SYNC_REPLY);
+}
+
+/* Compares the frame's ring parameters with ours; a refusal is counted and logged with both,
+ * an adoption or a stop is the agent's to carry out (rd_sync_ring_fn). */
+static enum rd_ring_verdict judge_ring(struct sync_conn *c, const struct rd_packet *pkt)
+{
+    struct rd_sync *s = c->s;
+    const struct rd_msg *m = sync_msg(pkt);
+    if (!s->ring_fn) return RD_RING_AGREE;
+    if (!m) {
+        refuse(s, MALFORMED, &c->peer, "no SYNC message");
+        return RD_RING_REFUSE;
+    }
+    struct rd_ring_side ours = {s->ring, s->ring_set, joining(s)};
+    struct rd_ring_side theirs = {m->ring, m->flags & (RD_SYNC_VNODES_SET | RD_SYNC_MODE_SET),
+                                  (m->flags & RD_SYNC_JOIN) != 0};
+    enum rd_ring_verdict v = rd_ring_judge(&ours, &theirs, c->outgoing);
+    if (v == RD_RING_REFUSE) {
+        char o[64], t[64], detail[160];
+        snprintf(detail, sizeof detail, "ours: %s; %s's: %s",
+                 rd_ring_params_format(&s->ring, o, sizeof o), pkt->from,
+                 rd_ring_params_format(&m->ring, t, sizeof t));
+        refuse(s, RING_PARAMS, &c->peer, detail);
+    } else if (v == RD_RING_ADOPT) {
+        s->ring = m->ring;
+    }
+    if (v == RD_RING_ADOPT || v == RD_RING_STOP) s->ring_fn(s->ctx, v, &m->ring, pkt->from);
+    return v;
+}
+
 /* A whole frame arrived: merge it, and answer if we are the server side. */
 static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
 {
@@ -345,7 +407,14 @@ static void sync_frame(struct sync_conn *c, const char *body, uint32_t len)
     /* an answer in our own name is our own agent (a seed that is our address in disguise):
      * merging it would tell us nothing, and it is no cluster joined */
     bool self = strcmp(pkt.from, rd_swim_self(s->swim)->name) == 0;
-    bool reply = rd_swim_sync_recv(s->swim, now_ms(), &pkt);
+    enum rd_ring_verdict verdict = self ? RD_RING_AGREE : judge_ring(c, &pkt);
+    if (verdict == RD_RING_STOP) {
+        free(members);
+        sync_end(c, false, "ring parameters differ");
+        return;
+    }
+    bool reply =
+        verdict == RD_RING_REFUSE ? asks_reply(&pkt) : rd_swim_sync_recv(s->swim, now_ms(), &pkt);
     free(members);
     rd_wire_frame_reader_free(&c->reader); /* merged: not held while we answer */
     if (!c->outgoing && reply && !c->replied) {
@@ -558,7 +627,17 @@ void rd_sync_stats(const struct rd_sync *s, struct rd_sync_stats *out)
         .timed_out_frame = s->refused[TIMED_OUT_FRAME],
         .oversize = s->refused[OVERSIZE],
         .malformed = s->refused[MALFORMED],
+        .ring_params = s->refused[RING_PARAMS],
     };
+}
+
+void rd_sync_set_ring(struct rd_sync *s, const struct rd_ring_params *params, unsigned set,
+                      bool joins, rd_sync_ring_fn fn)
+{
+    s->ring = *params;
+    s->ring_set = set;
+    s->joins = joins;
+    s->ring_fn = fn;
 }
 
 struct rd_envelope_drops rd_sync_dropped(const struct rd_sync *s)

@@ -20,6 +20,7 @@
 
 #include "envelope.h"
 #include "member.h"
+#include "ringparams.h"
 
 struct rd_keyring;
 struct rd_swim;
@@ -67,6 +68,7 @@ struct rd_sync_stats {
     uint64_t timed_out_frame;  /**< frame not whole within RD_SYNC_TIMEOUT_MS */
     uint64_t oversize;         /**< a length prefix over RD_WIRE_FRAME_MAX */
     uint64_t malformed;        /**< a zero length prefix, or a frame that does not decode */
+    uint64_t ring_params;      /**< frames not merged: ring parameters we cannot share */
 };
 
 /** Runs after a sync merged a peer's state or reported a failed sync to the core. */
@@ -100,6 +102,23 @@ void rd_sync_set_envelope(struct rd_sync *s, const struct rd_keyring *kr, const 
 void rd_sync_set_verify(struct rd_sync *s, bool verify_incoming, bool verify_outgoing);
 /** Reports the outcome of every exchange we open to `result` (same ctx as `changed`). */
 void rd_sync_set_result(struct rd_sync *s, rd_sync_result_fn result);
+/**
+ * Runs when the answer to an exchange we opened while joining decided our ring parameters:
+ * RD_RING_ADOPT (rebuild the ring with `theirs`; the merge follows) or RD_RING_STOP (our
+ * operator set parameters the cluster does not have: the agent must stop). `from` is the
+ * answering member's name.
+ */
+typedef void (*rd_sync_ring_fn)(void *ctx, enum rd_ring_verdict v,
+                                const struct rd_ring_params *theirs, const char *from);
+/**
+ * Sets the ring parameters every frame carries and which of them the operator set
+ * (RD_SYNC_VNODES_SET, RD_SYNC_MODE_SET); from then on each frame read is judged by
+ * rd_ring_judge() before it is merged. `joins`: the agent joins a cluster through seeds,
+ * so until its first exchange is answered it says RD_SYNC_JOIN and may adopt; an agent that
+ * started a cluster never does. An adoption updates the parameters.
+ */
+void rd_sync_set_ring(struct rd_sync *s, const struct rd_ring_params *params, unsigned set,
+                      bool joins, rd_sync_ring_fn fn);
 /** Opens a sync with `to`; a failure is reported to the core (rd_swim_sync_failed). The
  *  outcome is known within RD_SYNC_TIMEOUT_MS. */
 void rd_sync_connect(struct rd_sync *s, const struct rd_addr *to);

@@ -39,8 +39,20 @@ enum rd_msg_type {
 
 /** SYNC flag: the receiver should answer with its own full state. */
 #define RD_SYNC_REPLY 0x01
-/** SYNC flag: this is the sender joining (or re-joining): log it and reply. */
+/** SYNC flag: the sender has not joined yet: it adopts the cluster's ring parameters where
+ *  it did not set its own (proto/PROTOCOL.md, "Ring parameters"). */
 #define RD_SYNC_JOIN 0x02
+/** SYNC flag: the sender's vnodes was set by its operator, so it never adopts another. */
+#define RD_SYNC_VNODES_SET 0x04
+/** SYNC flag: the sender's ring mode was set by its operator, so it never adopts another. */
+#define RD_SYNC_MODE_SET 0x08
+
+/** The ring parameters every SYNC carries: all agents of a cluster must build alike. */
+struct rd_ring_params {
+    uint8_t spec;    /**< version of the ring specification, 1.. */
+    uint8_t mode;    /**< enum rd_ring_mode (ring.h): 0 ringd, 1 ketama */
+    uint16_t vnodes; /**< points per member at weight 1, 1..RD_RING_VNODES_MAX */
+};
 
 /*
  * Worst-case encoded sizes, which the core uses to fill a packet up to RD_PACKET_BUDGET
@@ -49,7 +61,7 @@ enum rd_msg_type {
 /** Packet header with the longest sender name and the widest array headers. */
 #define RD_WIRE_HEADER_MAX 80
 /** One control message, worst case. */
-#define RD_WIRE_MSG_MAX 104
+#define RD_WIRE_MSG_MAX 112
 /** One member record: this much plus the lengths of its four strings. */
 #define RD_WIRE_MEMBER_BASE 48
 
@@ -61,6 +73,7 @@ struct rd_msg {
     uint64_t checksum;            /**< sender's membership checksum (PING, ACK, SYNC) */
     char target[RD_NAME_MAX + 1]; /**< PING, PING_REQ: the member being probed */
     struct rd_addr target_addr;   /**< PING_REQ: where to probe it */
+    struct rd_ring_params ring;   /**< SYNC: the sender's ring parameters */
 };
 
 /**

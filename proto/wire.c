@@ -18,6 +18,7 @@
 #include <msgpack.h>
 
 #include "rd_err.h"
+#include "ring.h"
 
 /* The constants in wire.h assume these encodings; keep them honest. */
 _Static_assert(RD_NAME_MAX < 256 && RD_ZONE_MAX < 256 && RD_TAGS_MAX < 256,
@@ -38,6 +39,8 @@ _Static_assert(RD_WIRE_HEADER_MAX + RD_PACKET_MAX_MSGS * RD_WIRE_MSG_MAX + RD_WI
                    RD_PACKET_BUDGET,
                "a datagram full of msgs must still have room for one member record");
 _Static_assert(RD_WIRE_VERSION <= 0xff, "the version is one byte");
+_Static_assert(RD_RING_VNODES_MAX <= UINT16_MAX, "vnodes must fit a uint16, as RD_WIRE_RING_WORST "
+                                                 "assumes");
 
 /* Sizes of the address as a bin body: IP bytes + 2 bytes of port. */
 #define ADDR4_LEN (4 + 2)
@@ -46,6 +49,8 @@ _Static_assert(RD_WIRE_VERSION <= 0xff, "the version is one byte");
 /* Elements in the arrays of this version. */
 #define PACKET_FIELDS 3
 #define MSG_FIELDS    6
+#define SYNC_FIELDS   7 /* a SYNC adds its ring parameters */
+#define RING_FIELDS   3
 #define MEMBER_FIELDS 8
 
 /* ------------------------------------------------------------------------------------ */
@@ -100,6 +105,9 @@ static bool packet_in_bounds(const struct rd_packet *p)
         if (m->type < RD_MSG_PING || m->type > RD_MSG_SYNC ||
             bounded_len(m->target, RD_NAME_MAX) > RD_NAME_MAX || !addr_family_ok(&m->target_addr))
             return false;
+        if (m->type == RD_MSG_SYNC &&
+            (m->ring.spec < 1 || m->ring.vnodes < 1 || m->ring.vnodes > RD_RING_VNODES_MAX))
+            return false;
     }
     for (size_t i = 0; i < p->nmembers; i++) {
         const struct rd_member *m = &p->members[i];
@@ -132,13 +140,19 @@ static void pack_addr(msgpack_packer *pk, const struct rd_addr *a)
 
 static void pack_msg(msgpack_packer *pk, const struct rd_msg *m)
 {
-    msgpack_pack_array(pk, MSG_FIELDS);
+    bool sync = m->type == RD_MSG_SYNC;
+    msgpack_pack_array(pk, sync ? SYNC_FIELDS : MSG_FIELDS);
     msgpack_pack_uint8(pk, m->type);
     msgpack_pack_uint8(pk, m->flags);
     msgpack_pack_uint32(pk, m->seq);
     msgpack_pack_uint64(pk, m->checksum);
     pack_str(pk, m->target);
     pack_addr(pk, &m->target_addr);
+    if (!sync) return;
+    msgpack_pack_array(pk, RING_FIELDS);
+    msgpack_pack_uint8(pk, m->ring.spec);
+    msgpack_pack_uint8(pk, m->ring.mode);
+    msgpack_pack_uint16(pk, m->ring.vnodes);
 }
 
 static void pack_member(msgpack_packer *pk, const struct rd_member *m)
@@ -422,6 +436,25 @@ static int read_uint_in(const char **pos, const char *end, uint64_t min, uint64_
     return 0;
 }
 
+/* A SYNC's ring parameters: spec and mode as numbers (whether this agent can build them is
+ * the sync layer's question), vnodes within the ring's limits. */
+static int decode_ring(const char **pos, const char *end, struct rd_ring_params *r, struct fail *f)
+{
+    size_t nfields;
+    uint64_t v;
+    int rc = read_array(pos, end, RING_FIELDS + RD_WIRE_EXTRA_MAX, &nfields);
+    if (rc != R_OK || nfields < RING_FIELDS) return reject(f, rc, "bad ring params");
+    if (read_uint_in(pos, end, 1, UINT8_MAX, &v, f, "bad ring params") < 0) return -1;
+    r->spec = (uint8_t)v;
+    if (read_uint_in(pos, end, 0, UINT8_MAX, &v, f, "bad ring params") < 0) return -1;
+    r->mode = (uint8_t)v;
+    if (read_uint_in(pos, end, 1, RD_RING_VNODES_MAX, &v, f, "bad ring params") < 0) return -1;
+    r->vnodes = (uint16_t)v;
+    if ((rc = skip_extra(pos, end, nfields, RING_FIELDS)) != R_OK)
+        return reject(f, rc, "bad ring params");
+    return 0;
+}
+
 static int decode_msg(const char **pos, const char *end, struct rd_msg *m, struct fail *f)
 {
     size_t nfields;
@@ -438,7 +471,13 @@ static int decode_msg(const char **pos, const char *end, struct rd_msg *m, struc
     if (read_uint_in(pos, end, 0, UINT64_MAX, &m->checksum, f, "bad checksum") < 0) return -1;
     if (read_name(pos, end, m->target, true, f, "bad target") < 0) return -1;
     if (read_addr(pos, end, &m->target_addr, f, "bad target addr") < 0) return -1;
-    if ((rc = skip_extra(pos, end, nfields, MSG_FIELDS)) != R_OK) return reject(f, rc, "bad msg");
+    size_t known = MSG_FIELDS;
+    if (m->type == RD_MSG_SYNC) {
+        if (nfields < SYNC_FIELDS) return reject(f, R_BAD, "bad ring params");
+        if (decode_ring(pos, end, &m->ring, f) < 0) return -1;
+        known = SYNC_FIELDS;
+    }
+    if ((rc = skip_extra(pos, end, nfields, known)) != R_OK) return reject(f, rc, "bad msg");
     return 0;
 }
 

@@ -85,10 +85,18 @@
 #define RD_WIRE_ADDR_MAX (2 + 16 + 2)
 
 /**
- * One msg: 1 (fixarray 6) + 1 (type 1..5, fixint) + 2 (flags, uint8) + 5 (seq, uint32)
- * + 9 (checksum, uint64) + 2 + RD_NAME_MAX (str8 target) + 20 (address) = 104.
+ * A SYNC's ring parameters: 1 (fixarray 3) + 2 (spec, uint8) + 2 (mode, uint8) + 3 (vnodes,
+ * uint16) = 8.
  */
-#define RD_WIRE_MSG_WORST (1 + 1 + 2 + 5 + 9 + (2 + RD_NAME_MAX) + RD_WIRE_ADDR_MAX)
+#define RD_WIRE_RING_WORST (1 + 2 + 2 + 3)
+
+/**
+ * One msg: 1 (fixarray 6 or 7) + 1 (type 1..5, fixint) + 2 (flags, uint8) + 5 (seq, uint32)
+ * + 9 (checksum, uint64) + 2 + RD_NAME_MAX (str8 target) + 20 (address) + 8 (a SYNC's ring
+ * parameters) = 112.
+ */
+#define RD_WIRE_MSG_WORST                                                                          \
+    (1 + 1 + 2 + 5 + 9 + (2 + RD_NAME_MAX) + RD_WIRE_ADDR_MAX + RD_WIRE_RING_WORST)
 
 /**
  * The part of one member record that does not grow with its strings: 1 (fixarray 8)
@@ -116,7 +124,7 @@
  * Largest packet carried in one TCP frame (the length prefix not included): the largest
  * legal SYNC, which is the header, its one SYNC msg and RD_MAX_MEMBERS member records of
  * the worst case, plus the envelope around it when the frame is sealed:
- * 77 + 104 + 16384 * 460 + 44 = 7 536 865. A receiver refuses any longer frame from its
+ * 77 + 112 + 16384 * 460 + 44 = 7 536 873. A receiver refuses any longer frame from its
  * prefix alone; ringd never sends one (its SYNC carries one msg and at most RD_MAX_MEMBERS
  * records). It derives from the table limit and the string limits, so raising either
  * raises what one sync connection may make a receiver buffer: wire.c checks at compile

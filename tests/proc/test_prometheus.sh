@@ -2,7 +2,9 @@
 # test_prometheus.sh RINGD — three agents with --metrics-addr scraped by a real Prometheus
 # (Debian's binary, on loopback, in a temporary directory): the output passes promtool,
 # Prometheus sums 9 alive members (3 agents x 3), the ring-disagreement alert stays quiet
-# while the agents agree and fires once one agent runs with another --vnodes. Then the
+# while the agents agree and fires once one agent comes back as a cluster of its own with
+# another --vnodes (a joiner with another --vnodes would stop: ring parameters are agreed
+# at join, proto/PROTOCOL.md). Then the
 # endpoint under abuse: a client trickling its headers a byte a second is cut off, and
 # idle connections from another address neither stop a scrape nor disturb gossip; garbage,
 # a header too large and HTTP/2 get 400, 431 and 505; clients that never read their answers
@@ -127,15 +129,19 @@ check "the disagreement alert stays quiet while the agents agree" [ "$quiet" = 1
 
 kill -TERM "$(pid_of a2)"
 wait_for 10 sh -c "! kill -0 $(pid_of a2) 2>/dev/null" >/dev/null
-start a2 $((PORT0 + 2)) $flags --vnodes 64 --metrics-addr "127.0.0.1:$((M0 + 2))" \
-  --join "127.0.0.1:$PORT0" || exit 1
+start a2 $((PORT0 + 2)) $flags --vnodes 64 --metrics-addr "127.0.0.1:$((M0 + 2))" || exit 1
 firing() { [ "$(alert_state RingdRingDisagreement)" = firing ]; }
 if t=$(wait_for 40 firing); then
-  ok "the disagreement alert fires ${t} ms after one agent came back with --vnodes 64"
+  ok "the disagreement alert fires ${t} ms after one agent came back alone with --vnodes 64"
 else
   fail "the disagreement alert did not fire (state: '$(alert_state RingdRingDisagreement)')"
 fi
 check "Prometheus sees two ring checksums" [ "$(promq 'count(count by (checksum) (ringd_ring_info))')" = 2 ]
+# a2 rejoins the cluster as it was, for the abuse checks below
+kill -TERM "$(pid_of a2)"
+wait_for 10 sh -c "! kill -0 $(pid_of a2) 2>/dev/null" >/dev/null
+start a2 $((PORT0 + 2)) $flags --metrics-addr "127.0.0.1:$((M0 + 2))" --join "127.0.0.1:$PORT0" || exit 1
+check "a2 rejoins with the cluster's parameters" wait_for 20 all_alive 3
 
 # --- abuse: a byte a second, and idle connections from another address
 susp_before=$(grep -h '^ringd_suspicions_total' <(scrape "$M0") <(scrape $((M0 + 1))) | awk '{s+=$2} END {print s}')

@@ -25,7 +25,7 @@ HEADER_MS=1000    # RD_SYNC_HEADER_TIMEOUT_MS
 FRAME_MS=5000     # RD_SYNC_TIMEOUT_MS
 MAX_STRANGERS=24  # RD_SYNC_MAX_STRANGERS
 PER_SOURCE=2      # RD_SYNC_MAX_PER_SOURCE
-FRAME_MAX=$((77 + 104 + 16384 * 460 + 44)) # RD_WIRE_FRAME_MAX: header + SYNC msg + full table + envelope
+FRAME_MAX=$((77 + 112 + 16384 * 460 + 44)) # RD_WIRE_FRAME_MAX: header + SYNC msg + full table + envelope
 # A join normally takes well under a second here; a joiner refused once retries 1 s later
 # (then 2 s, 4 s): this leaves it one refusal and the retry, not the 5 s it would take for
 # idle connections to time out on their own.

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rand.h"
+#include "ring.h"
 #include "wire.h"
 
 #define BACKLOG_MAX 256 /* packets queued for a frozen member, as a socket buffer would */
@@ -176,12 +177,16 @@ static void do_sync(struct sim *sim, size_t i, const struct rd_addr *to)
     }
     struct simm *b = &sim->m[j];
     struct rd_packet pkt, in;
+    /* every member builds the default ring: the frames carry its parameters, as the agent's */
+    const struct rd_ring_params ring = {RD_RING_SPEC, RD_RING_MODE_RINGD, RD_RING_VNODES_DEFAULT};
     rd_swim_sync_state(a->swim, RD_SYNC_REPLY, &pkt);
+    pkt.msgs[0].ring = ring;
     sim->syncs++;
     sim->sync_bytes += roundtrip(sim, &pkt, &in);
     bool reply = rd_swim_sync_recv(b->swim, sim->now, &in);
     if (reply) {
         rd_swim_sync_state(b->swim, 0, &pkt);
+        pkt.msgs[0].ring = ring;
         sim->sync_bytes += roundtrip(sim, &pkt, &in);
         rd_swim_sync_recv(a->swim, sim->now, &in);
         rd_swim_sync_done(a->swim, sim->now, to); /* our exchange was answered: joined */

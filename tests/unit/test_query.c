@@ -77,7 +77,8 @@ static void fake_status(void *ctx, struct rd_query_status *out)
     *out = (struct rd_query_status){
         .uptime_s = 42,
         .ring_version = 3,
-        .vnodes = 64,
+        .ring_params = {1, 0, 64},
+        .ring_params_source = "adopted",
         .weight = 2500,
         .max_weight = 4000,
         .members_weight_capped = 18,
@@ -88,6 +89,7 @@ static void fake_status(void *ctx, struct rd_query_status *out)
         .syncs_refused_full = 9,
         .syncs_timed_out_header = 10,
         .syncs_timed_out_frame = 11,
+        .syncs_refused_ring = 23,
         .packets_dropped = {.nokey = 12, .plain = 13, .sealed = 14, .plain_accepted = 18},
         .syncs_dropped = {.nokey = 15, .plain = 16, .sealed = 17, .plain_accepted = 19},
         .verify_incoming = true,
@@ -466,7 +468,8 @@ static int info_all(struct fixture *f, char *text, size_t cap, size_t conns)
         "incarnations_refused:0\r\nmembers_refused_full:0\r\nnamesakes_ignored:0\r\n"
         "\r\n# Ring\r\n"
         "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
-        "ring_points:%zu\r\nvnodes:64\r\nweight:2.500\r\nmax_weight:4.000\r\nring_scaled:0\r\n"
+        "ring_points:%zu\r\nring_spec:1\r\nring_mode:ringd\r\nvnodes:64\r\nring_params:"
+        "adopted\r\nweight:2.500\r\nmax_weight:4.000\r\nring_scaled:0\r\n"
         "members_weight_capped:18\r\n"
         "\r\n# Gossip\r\n"
         "packets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
@@ -476,7 +479,7 @@ static int info_all(struct fixture *f, char *text, size_t cap, size_t conns)
         "syncs_in:0\r\nsyncs_out:0\r\n"
         "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_oversize:7\r\n"
         "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
-        "syncs_timed_out_frame:11\r\nsyncs_dropped_nokey:15\r\n"
+        "syncs_timed_out_frame:11\r\nsyncs_refused_ring:23\r\nsyncs_dropped_nokey:15\r\n"
         "syncs_dropped_plain:16\r\nsyncs_dropped_sealed:17\r\nsyncs_accepted_plain:19\r\n"
         "gossip_verify_incoming:on\r\ngossip_verify_outgoing:off\r\n"
         "keyring_keys:2\r\nkeyring_primary:00112233aabbccdd\r\n"

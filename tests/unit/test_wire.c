@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "rand.h"
+#include "ring.h"
 #include "rd_err.h"
 #include "wire.h"
 
@@ -240,6 +241,10 @@ static void rand_msg(struct rd_rand *r, struct rd_msg *m)
     m->checksum = rand_uint(r);
     if (rd_rand_below(r, 3)) rand_name(r, m->target, 1, RD_NAME_MAX);
     rand_addr(r, &m->target_addr);
+    if (m->type == RD_MSG_SYNC)
+        m->ring = (struct rd_ring_params){(uint8_t)(1 + rd_rand_below(r, UINT8_MAX)),
+                                          (uint8_t)rd_rand_below(r, UINT8_MAX + 1),
+                                          (uint16_t)(1 + rd_rand_below(r, RD_RING_VNODES_MAX))};
 }
 
 static void rand_packet(struct rd_rand *r, struct rd_packet *p, struct rd_member *members,
@@ -404,6 +409,27 @@ static void test_wire_golden_ping_req_with_target_address(void **state)
     );
 }
 
+static void test_wire_golden_sync_with_ring_parameters(void **state)
+{
+    struct rd_packet p = {.from = "n1", .nmsgs = 1};
+    p.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC,
+                                .flags = RD_SYNC_REPLY | RD_SYNC_JOIN | RD_SYNC_VNODES_SET,
+                                .checksum = 0x0123456789abcdefull,
+                                .ring = {1, 0, 512}};
+    assert_golden(&p, "52 44 01 00 "                /* header, 36 bytes in all */
+                      "93 a2 6e 31 "                /* packet: array(3), from "n1" */
+                      "91 97 "                      /*   msgs: array(1) of array(7) */
+                      "05 "                         /*     type: SYNC */
+                      "07 "                         /*     flags: REPLY|JOIN|VNODES_SET */
+                      "00 "                         /*     seq: 0 */
+                      "cf 01 23 45 67 89 ab cd ef " /*     checksum: uint64 */
+                      "a0 "                         /*     target: "" */
+                      "c4 00 "                      /*     target_addr: none */
+                      "93 01 00 cd 02 00 "          /*     ring: spec 1, ringd, vnodes 512 */
+                      "90 "                         /*   members: array(0) */
+    );
+}
+
 /* ------------------------------------------------------------------ round trips */
 
 static void test_wire_round_trips_every_msg_type(void **state)
@@ -426,7 +452,10 @@ static void test_wire_round_trips_every_msg_type(void **state)
         if (type == RD_MSG_PING_REQ)
             msg->target_addr = (struct rd_addr){
                 .family = 6, .port = 7946, .ip = {0x20, 0x01, 0x0d, 0xb8, [15] = 7}};
-        if (type == RD_MSG_SYNC) msg->flags = RD_SYNC_REPLY | RD_SYNC_JOIN;
+        if (type == RD_MSG_SYNC) {
+            msg->flags = RD_SYNC_REPLY | RD_SYNC_JOIN | RD_SYNC_VNODES_SET;
+            msg->ring = (struct rd_ring_params){1, 1, 160};
+        }
         assert_round_trip(&p);
     }
 }
@@ -965,6 +994,7 @@ static void worst_msgs(struct rd_packet *p)
         m->checksum = UINT64_MAX;
         memset(m->target, 't', RD_NAME_MAX);
         m->target_addr = (struct rd_addr){.family = 6, .port = 1};
+        m->ring = (struct rd_ring_params){UINT8_MAX, UINT8_MAX, RD_RING_VNODES_MAX};
     }
 }
 
@@ -1222,7 +1252,8 @@ static void test_wire_frame_carries_one_packet(void **state)
 {
     struct rd_member m = {.name = "n2", .addr = addr4(10, 0, 0, 2, 7946), .weight = 1000};
     struct rd_packet p = {.from = "n1", .nmsgs = 1, .nmembers = 1, .members = &m};
-    p.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC, .flags = RD_SYNC_JOIN | RD_SYNC_REPLY};
+    p.msgs[0] = (struct rd_msg){
+        .type = RD_MSG_SYNC, .flags = RD_SYNC_JOIN | RD_SYNC_REPLY, .ring = {1, 0, 512}};
     char buf[512];
     size_t len = 0;
     assert_int_equal(
@@ -1249,7 +1280,7 @@ static size_t sync_frame_of(const char *from, char *buf, size_t cap)
     struct rd_member m = {.name = "n2", .addr = addr4(10, 0, 0, 2, 7946), .weight = 1000};
     struct rd_packet p = {.nmsgs = 1, .nmembers = 1, .members = &m};
     snprintf(p.from, sizeof p.from, "%s", from);
-    p.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC, .flags = RD_SYNC_JOIN};
+    p.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC, .flags = RD_SYNC_JOIN, .ring = {1, 0, 512}};
     size_t len = 0;
     assert_int_equal(
         rd_wire_encode(&p, buf + RD_WIRE_FRAME_PREFIX, cap - RD_WIRE_FRAME_PREFIX, &len), 0);
@@ -1352,6 +1383,7 @@ int main(void)
         cmocka_unit_test(test_wire_golden_ping_with_member_without_address),
         cmocka_unit_test(test_wire_golden_ping_with_drained_member),
         cmocka_unit_test(test_wire_golden_ping_req_with_target_address),
+        cmocka_unit_test(test_wire_golden_sync_with_ring_parameters),
         cmocka_unit_test(test_wire_round_trips_every_msg_type),
         cmocka_unit_test(test_wire_round_trips_empty_and_full_packets),
         cmocka_unit_test(test_wire_round_trips_random_packets_with_seed),
