@@ -439,7 +439,7 @@ static void reply_error(struct qconn *c, const char *text)
 
 static void reply_wrong_arity(struct qconn *c, const char *cmd)
 {
-    char text[96];
+    char text[128]; /* the command name is at most 63 bytes */
     snprintf(text, sizeof text, "ERR wrong number of arguments for '%s'", cmd);
     reply_error(c, text);
 }

@@ -202,7 +202,7 @@ struct fixture {
 
 static struct rd_ring *ring_of(const char *const *names, size_t n)
 {
-    struct rd_ring_member m[8];
+    struct rd_ring_member m[8] = {0};
     for (size_t i = 0; i < n; i++)
         m[i] = (struct rd_ring_member){.name = names[i], .weight = RD_WEIGHT_ONE};
     struct rd_ring *r;
