@@ -454,6 +454,7 @@ static void test_zones_vectors_match_the_protocol_document(void **state)
     group_add(&g, "node-5", "z3");
     group_add(&g, "node-6", NULL);
     struct rd_ring *r = ring_of(&g, 4);
+    assert_int_equal(rd_ring_checksum(r), UINT64_C(0xff0cf0e633e75741));
     static const struct {
         const char *key;
         const char *walk[6];  /* the plain clockwise walk */
