@@ -7,8 +7,8 @@
  * its zone listed before it, comparing zone strings; a member without a zone is a zone of
  * its own), and sort the list by (rank, walk order). The ring's lookup does none of that (it
  * places each rank's members directly, see ring.c), so agreement on random rings says the
- * two are the same rule. Then the properties the rule promises, the edges, and the
- * protocol's test vectors, checked literally.
+ * two are the same rule. Then the properties the rule promises (spread, order, what moves),
+ * the edges, and the protocol's test vectors, checked literally.
  *
  * Random rings come from a fixed seed, printed, so that a failure replays.
  */
@@ -287,6 +287,61 @@ static void test_zones_one_zone_for_all_is_the_plain_walk(void **state)
     rd_ring_delete(p);
 }
 
+static bool in_names(const struct rd_ring *r, const uint32_t *set, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rd_ring_member_name(r, set[i]), name) == 0) return true;
+    return false;
+}
+
+static void test_zones_a_join_moves_no_replica_between_members_that_stay(void **state)
+{
+    (void)state;
+    /* PROTOCOL.md, "What moves": after a join, every key's replicas are its old replicas and
+     * perhaps the joiner; read backwards, a leave only refills the leaver's place. */
+    uint64_t seed = 0x20e5e005;
+    struct rd_rand rng;
+    rd_rand_seed(&rng, seed);
+    size_t changed = 0, lookups = 0;
+    for (int round = 0; round < 40; round++) {
+        struct group before;
+        size_t n = 2 + rd_rand_below(&rng, MAXM - 2);
+        group_random(&before, &rng, n, 1 + rd_rand_below(&rng, 6), round % 4 == 0 ? 3 : 0);
+        struct group after = before;
+        for (size_t i = 0; i < after.n; i++) {
+            after.m[i].name = after.names[i];
+            after.m[i].zone = before.m[i].zone ? after.zones[i] : NULL;
+        }
+        /* the joiner: into an existing zone, a new zone, or none */
+        const char *zones[] = {after.zones[0], "fresh", NULL};
+        group_add(&after, "joiner", zones[rd_rand_below(&rng, 3)]);
+        struct rd_ring *a = ring_of(&before, 32), *b = ring_of(&after, 32);
+        for (int k = 0; k < 200; k++, lookups++) {
+            uint64_t pos = rd_rand_next(&rng);
+            size_t want = 1 + rd_rand_below(&rng, (uint32_t)n);
+            uint32_t oa[MAXM], ob[MAXM];
+            assert_int_equal(rd_ring_owners_at(a, pos, want, oa), want);
+            assert_int_equal(rd_ring_owners_at(b, pos, want, ob), want);
+            size_t fresh = 0;
+            for (size_t i = 0; i < want; i++) {
+                const char *name = rd_ring_member_name(b, ob[i]);
+                if (strcmp(name, "joiner") == 0) {
+                    fresh++;
+                    continue;
+                }
+                assert_true(in_names(a, oa, want, name));
+            }
+            changed += fresh;
+        }
+        rd_ring_delete(a);
+        rd_ring_delete(b);
+    }
+    assert_true(changed > 0); /* the joiner did take replicas */
+    printf("seed %#llx: %zu lookups after a join, the joiner entered %zu sets, nothing else "
+           "moved\n",
+           (unsigned long long)seed, lookups, changed);
+}
+
 /* ---- edges -------------------------------------------------------------------------------- */
 
 static void test_zones_n_above_the_member_count_gives_every_member_once(void **state)
@@ -504,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_zones_answers_do_not_depend_on_the_member_list_order),
         cmocka_unit_test(test_zones_without_zones_owners_are_the_plain_clockwise_walk),
         cmocka_unit_test(test_zones_one_zone_for_all_is_the_plain_walk),
+        cmocka_unit_test(test_zones_a_join_moves_no_replica_between_members_that_stay),
         cmocka_unit_test(test_zones_n_above_the_member_count_gives_every_member_once),
         cmocka_unit_test(test_zones_n_zero_and_an_empty_ring_answer_nothing),
         cmocka_unit_test(test_zones_zone_names_compare_as_whole_strings),
