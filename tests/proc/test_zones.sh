@@ -8,7 +8,8 @@
 # Then a seventh agent joins zone a and an eighth comes without a zone (a zone of its own):
 # after each, all agents agree again, the answers still follow the rule and span three
 # zones (four with the eighth), and the share of keys whose replica set changed is printed
-# next to what the plain walk would have changed.
+# next to what the plain walk would have changed. Last, the eighth takes zone c at run time
+# (its config file and SIGHUP): every ring follows, and the answers follow the rule again.
 set -u
 RINGD=$1
 . "$(dirname "$0")/lib.sh"
@@ -106,8 +107,8 @@ add() {
   i=${name#n}
   extra=""
   [ "$name" = n0 ] || extra="--join 127.0.0.1:$PORT0"
-  if [ "$zone" = - ]; then start "$name" $((PORT0 + i)) $extra || exit 1
-  else start "$name" $((PORT0 + i)) $extra --zone "$zone" || exit 1; fi
+  if [ "$zone" = - ]; then start "$name" $((PORT0 + i)) $extra "$@" || exit 1
+  else start "$name" $((PORT0 + i)) $extra --zone "$zone" "$@" || exit 1; fi
   names="$names $name"
   echo "$name $zone" >>"$DIR/zones"
 }
@@ -173,10 +174,22 @@ m=$("$PY" "$DIR/zones.py" moved "$DIR/zones.six" "$DIR/zones.join-a" "$N" "$KEYS
 echo "# a member joins zone a: replica sets changed for zone-aware $(kv "$m" zoned), plain walk $(kv "$m" plain) of $KEYS keys"
 check "the new member n6 is among the replicas of some keys" grep -qx n6 "$DIR/join-a.n0"
 
-add n7 -
+printf 'log-level = info\n' >"$DIR/n7.conf"
+add n7 - --config "$DIR/n7.conf"
 round join-none 8 3
 m=$("$PY" "$DIR/zones.py" moved "$DIR/zones.join-a" "$DIR/zones.join-none" "$N" "$KEYS")
 echo "# a member without a zone joins: replica sets changed for zone-aware $(kv "$m" zoned), plain walk $(kv "$m" plain) of $KEYS keys"
+
+# n7 takes zone c at run time (config file and SIGHUP): every agent rebuilds its ring with it
+was=$(info n0 ring_checksum)
+printf 'log-level = info\nzone = c\n' >"$DIR/n7.conf"
+kill -HUP "$(pid_of n7)"
+sed -i 's/^n7 -$/n7 c/' "$DIR/zones"
+moved_on() { for n in $names; do [ "$(info "$n" ring_checksum)" != "$was" ] || return 1; done; }
+if t=$(wait_for 15 moved_on); then ok "n7's new zone reached every agent's ring after ${t} ms"
+else fail "n7's new zone did not reach every agent's ring within 15 s"; fi
+round rezone 8 3
+check "n7 is listed in zone c" sh -c "redis-cli -s '$DIR/n0.sock' MEMBERS | grep -A12 -x n7 | grep -qx c"
 
 no_sanitizer_reports
 # lib.sh's cleanup SIGKILLs the agents: keep bash's "Killed" job notices from following the tally
