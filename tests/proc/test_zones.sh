@@ -189,6 +189,15 @@ moved_on() { for n in $names; do [ "$(info "$n" ring_checksum)" != "$was" ] || r
 if t=$(wait_for 15 moved_on); then ok "n7's new zone reached every agent's ring after ${t} ms"
 else fail "n7's new zone did not reach every agent's ring within 15 s"; fi
 round rezone 8 3
+# the edges of n with zones: all members once for a huge n, nothing for 0, refusals
+check "OWNERS key:1 1000000 gives each of the 8 members once" \
+  sh -c "[ \"\$(redis-cli -s '$DIR/n5.sock' OWNERS key:1 1000000 | sort -u | wc -l)\" = 8 ] && [ \"\$(redis-cli -s '$DIR/n5.sock' OWNERS key:1 1000000 | wc -l)\" = 8 ]"
+check "OWNERS key:1 0 gives an empty array" [ -z "$(q n5 OWNERS key:1 0)" ]
+for bad in -1 1000001 3x ''; do
+  check "OWNERS key:1 '$bad' is refused" sh -c "redis-cli -s '$DIR/n5.sock' OWNERS key:1 '$bad' | grep -q '^ERR'"
+done
+check "OWNERS with a missing or an extra argument is refused" \
+  sh -c "redis-cli -s '$DIR/n5.sock' OWNERS key:1 | grep -q '^ERR' && redis-cli -s '$DIR/n5.sock' OWNERS key:1 3 4 | grep -q '^ERR'"
 check "n7 is listed in zone c" sh -c "redis-cli -s '$DIR/n0.sock' MEMBERS | grep -A12 -x n7 | grep -qx c"
 
 no_sanitizer_reports
