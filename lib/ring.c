@@ -528,6 +528,7 @@ static int cmp_zone_ptr(const void *a, const void *b)
  * count_r = #{zones of size > r}, a member without a zone being a zone of size 1. Then
  * rank_start[r] = count_0 + ... + count_(r-1), the same for every position of every lookup,
  * so a lookup knows where each rank's members go in its answer before it starts walking.
+ * Every way of building a ring calls it once its members (names, zones) are in place.
  */
 static void index_zones(struct rd_ring *r, void *scratch_ptrs, uint32_t *scratch_sizes)
 {
