@@ -359,7 +359,8 @@ static const struct option_def options[] = {
      "heaviest weight placed on the ring: a member that claims more\n"
      "is placed at W (same on all agents; bounds what a forged or\n"
      "misconfigured member can take)"},
-    {"zone", "ZONE", OPT_ONE, AT(zone), NULL, "none", set_zone, "failure zone of this member"},
+    {"zone", "ZONE", OPT_ONE, AT(zone), NULL, "none", set_zone,
+     "failure zone: OWNERS puts replicas in different zones"},
     {"tag", "K=V", OPT_MANY, AT(tags), NULL, NULL, set_tag,
      "metadata in MEMBERS, changed live by SIGHUP and ringd tags"},
     {"log-format", "logfmt|json", OPT_ONE, AT(log_format), "logfmt", NULL, set_log_format,

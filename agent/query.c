@@ -546,6 +546,10 @@ static void cmd_owners(struct qconn *c, const struct rd_resp_request *r)
     }
     if (n > members) n = members;
     size_t got = rd_ring_owners(ring, r->argv[1].ptr, r->argv[1].len, n, c->q->owners);
+    if (got < n) { /* a zone-aware walk whose counters found no memory */
+        reply_error(c, "ERR out of memory");
+        return;
+    }
     conn_rc(c, rd_resp_write_array(&c->pend, got));
     for (size_t i = 0; i < got; i++)
         reply_name(c, ring, (int)c->q->owners[i]);

@@ -13,6 +13,8 @@
  *   points, weights, names, zones, id_off
  *                  per member, in name order (the member index)
  *   ids            the members' identities back to back, member k's at id_off[k]
+ *   zone_of        per member, its zone's number (NO_ZONE for a member without one)
+ *   rank_start     for zone-aware replicas: rank_start[r] = how many answers rank below r
  *
  * Why a prefix table. XXH3 spreads points uniformly, so with 2^b >= P buckets keyed by the
  * top b bits of a position a bucket holds one point or less on average. A lookup reads
@@ -78,6 +80,11 @@ _Static_assert(RD_NAME_MAX <= 255, "name length is encoded in one byte");
 /* ... and by scanning out[] when it wants at most this many members. */
 #define OWNERS_LINEAR_MAX 16
 #define NOBODY            UINT32_MAX
+/* zone_of[] of a member without a zone: it is a zone of its own, of one member. */
+#define NO_ZONE UINT32_MAX
+/* Zone-aware rd_ring_owners() keeps one counter per zone and per rank level on the stack up
+ * to this many (4 KiB), on the heap beyond. */
+#define OWNERS_STACK_COUNTERS 1024
 
 struct ring_name {
     uint8_t len;
@@ -107,6 +114,12 @@ struct rd_ring {
     struct ring_name *names; /* [nmembers] in name order */
     struct ring_zone *zones; /* [nmembers] */
     char *ids;               /* identities, each NUL-terminated */
+    /* Zone-aware replicas (see owners_by_zone). Zones are numbered 0..nzones-1 in no
+     * meaningful order; the answer never depends on the numbering. */
+    bool zoned;           /* some member has a zone: OWNERS walks by zone */
+    uint32_t nzones;      /* distinct zones among the members that have one */
+    uint32_t *zone_of;    /* [nmembers] zone number, NO_ZONE for none */
+    uint32_t *rank_start; /* [nmembers + 1] sum over q < r of the members of rank q */
 };
 
 /* Every allocation of the module: malloc, or a test's failing stand-in (ring_internal.h).
@@ -497,6 +510,61 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
     hashes[total] = UINT64_MAX;
 }
 
+static int cmp_zone_ptr(const void *a, const void *b)
+{
+    const struct ring_zone *x = *(const struct ring_zone *const *)a;
+    const struct ring_zone *y = *(const struct ring_zone *const *)b;
+    int c = strcmp(x->s, y->s);
+    return c ? c : (x > y) - (x < y);
+}
+
+/*
+ * Numbers the zones and counts the members of each rank for zone-aware replicas
+ * (owners_by_zone). scratch holds n pointers and n u32 (the sort's staging, before the sort
+ * uses it).
+ *
+ * In a walk that meets every member, a member's rank is how many members of its zone came
+ * before it, so rank r is held by exactly one member of each zone with more than r members:
+ * count_r = #{zones of size > r}, a member without a zone being a zone of size 1. Then
+ * rank_start[r] = count_0 + ... + count_(r-1), the same for every position of every lookup,
+ * so a lookup knows where each rank's members go in its answer before it starts walking.
+ * Every way of building a ring calls it once its members (names, zones) are in place.
+ */
+static void index_zones(struct rd_ring *r, void *scratch_ptrs, uint32_t *scratch_sizes)
+{
+    uint32_t n = r->nmembers;
+    const struct ring_zone **by_zone = scratch_ptrs;
+    uint32_t *size = scratch_sizes; /* members per zone number */
+    uint32_t *count = r->rank_start;
+    size_t nz = 0, zoned = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        r->zone_of[k] = NO_ZONE;
+        if (r->zones[k].len) by_zone[zoned++] = &r->zones[k];
+    }
+    qsort(by_zone, zoned, sizeof *by_zone, cmp_zone_ptr);
+    for (size_t k = 0; k < zoned; k++) {
+        if (k == 0 || strcmp(by_zone[k - 1]->s, by_zone[k]->s) != 0) size[nz++] = 0;
+        r->zone_of[by_zone[k] - r->zones] = (uint32_t)(nz - 1);
+        size[nz - 1]++;
+    }
+    r->zoned = zoned > 0;
+    r->nzones = (uint32_t)nz;
+    /* count[s - 1] = zones of exactly s members; then suffix sums give count_r = zones of
+     * more than r members; then prefix sums give rank_start. Zoneless members: size 1. */
+    memset(count, 0, ((size_t)n + 1) * sizeof *count);
+    count[0] = n - (uint32_t)zoned;
+    for (size_t z = 0; z < nz; z++)
+        count[size[z] - 1]++;
+    for (uint32_t q = n; q-- > 0;)
+        count[q] += count[q + 1];
+    uint32_t run = 0;
+    for (uint32_t q = 0; q <= n; q++) {
+        uint32_t c = count[q];
+        count[q] = run;
+        run += c;
+    }
+}
+
 int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
                      const struct rd_ring_hooks *hooks, struct rd_ring **out)
 {
@@ -552,14 +620,16 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     size_t nbuckets = total ? (size_t)1 << b : 0;
 
     /* One block: header | hashes[P + 1] | owner[P] | first[2^b + 1] | points | weights |
-     * id_off | names | zones | ids. */
+     * id_off | zone_of | rank_start | names | zones | ids. */
     size_t off_hashes = align_up(sizeof(struct rd_ring), sizeof(uint64_t));
     size_t off_owner = off_hashes + (total ? total + 1 : 0) * sizeof(uint64_t);
     size_t off_first = off_owner + total * sizeof(uint32_t);
     size_t off_points = off_first + (total ? nbuckets + 1 : 0) * sizeof(uint32_t);
     size_t off_weights = off_points + n * sizeof(uint32_t);
     size_t off_id_off = off_weights + n * sizeof(uint32_t);
-    size_t off_names = off_id_off + (n + 1) * sizeof(uint32_t);
+    size_t off_zone_of = off_id_off + (n + 1) * sizeof(uint32_t);
+    size_t off_rank_start = off_zone_of + n * sizeof(uint32_t);
+    size_t off_names = off_rank_start + (n + 1) * sizeof(uint32_t);
     size_t off_zones = off_names + n * sizeof(struct ring_name);
     size_t off_ids = off_zones + n * sizeof(struct ring_zone);
     size_t size = off_ids + id_bytes;
@@ -590,6 +660,11 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     r->names = (struct ring_name *)(block + off_names);
     r->zones = (struct ring_zone *)(block + off_zones);
     r->ids = block + off_ids;
+    r->zone_of = (uint32_t *)(block + off_zone_of);
+    r->rank_start = (uint32_t *)(block + off_rank_start);
+    r->zoned = false;
+    r->nzones = 0;
+    r->rank_start[0] = 0;
 
     /* Members in name order, and the checksum over the whole definition. The encodings are
      * staged in a chunk and streamed a chunk at a time (the digest does not depend on how
@@ -642,7 +717,10 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
         *out = r;
         return 0;
     }
-    sort_points(r, b, &sh, sort_tmp_of(tmp, &sh), hooks->point_hash, hooks->ctx);
+    /* total >= n (a point per member at least), so the staging holds n of each. */
+    struct sort_tmp t = sort_tmp_of(tmp, &sh);
+    index_zones(r, t.h, t.o);
+    sort_points(r, b, &sh, t, hooks->point_hash, hooks->ctx);
     free(tmp);
     *out = r;
     return 0;
@@ -763,11 +841,69 @@ static bool in_out(const uint32_t *out, size_t got, uint32_t m)
     return false;
 }
 
+/*
+ * Zone-aware replicas (proto/PROTOCOL.md, "Owners (replicas)"): walk clockwise from point i
+ * over distinct members; a member's rank is how many members of its zone the walk met before
+ * it; the answer is the first `want` members by (rank, walk order).
+ *
+ * One walk, no list of the members met: rank_start[] (index_zones) says where each rank's
+ * members begin in the answer, so the member of rank r that is the k-th of its rank in walk
+ * order goes straight to out[rank_start[r] + k], or nowhere if that is past `want`. Only
+ * ranks below L, the first with rank_start[L] >= want, can land in the answer. The walk ends
+ * when all `want` places are filled, which for want <= number of zones is as soon as that
+ * many zones have been met. Counters: seen[zone] and found[rank < L], on the stack for up
+ * to OWNERS_STACK_COUNTERS of them, plus the members-met bitmap `bits` from the caller.
+ * Returns 0 only if the counters needed the heap and it failed.
+ */
+static size_t owners_by_zone(const struct rd_ring *r, uint32_t i, size_t want, uint64_t *bits,
+                             uint32_t *out)
+{
+    size_t levels = 1;
+    while (r->rank_start[levels] < want)
+        levels++;
+    uint32_t stack_counters[OWNERS_STACK_COUNTERS];
+    size_t ncounters = (size_t)r->nzones + levels;
+    uint32_t *seen =
+        ncounters <= OWNERS_STACK_COUNTERS ? stack_counters : malloc(ncounters * sizeof *seen);
+    if (!seen) return 0;
+    uint32_t *found = seen + r->nzones;
+    memset(seen, 0, ncounters * sizeof *seen);
+    memset(bits, 0, (r->nmembers + 63) / 64 * sizeof *bits);
+    size_t got = 0;
+    /* Every member has a point, so one turn of the ring meets all of them. */
+    for (uint32_t step = 0; step < r->npoints && got < want;
+         step++, i = i + 1 == r->npoints ? 0 : i + 1) {
+        uint32_t m = r->owner[i];
+        uint64_t bit = (uint64_t)1 << (m % 64);
+        if (bits[m / 64] & bit) continue;
+        bits[m / 64] |= bit;
+        uint32_t z = r->zone_of[m];
+        size_t rank = z == NO_ZONE ? 0 : seen[z]++;
+        if (rank >= levels) continue;
+        size_t at = r->rank_start[rank] + found[rank]++;
+        if (at < want) {
+            out[at] = m;
+            got++;
+        }
+    }
+    if (seen != stack_counters) free(seen);
+    return got;
+}
+
 size_t rd_ring_owners_at(const struct rd_ring *ring, uint64_t pos, size_t n, uint32_t *out)
 {
     if (!ring || ring->npoints == 0 || n == 0) return 0;
     size_t want = n < ring->nmembers ? n : ring->nmembers;
     uint32_t i = point_index(ring, pos);
+    if (ring->zoned) {
+        uint64_t stack_bits[OWNERS_STACK_MEMBERS / 64];
+        if (ring->nmembers <= OWNERS_STACK_MEMBERS)
+            return owners_by_zone(ring, i, want, stack_bits, out);
+        uint64_t *bits = malloc((ring->nmembers + 63) / 64 * sizeof *bits);
+        size_t got = bits ? owners_by_zone(ring, i, want, bits, out) : 0;
+        free(bits);
+        return got;
+    }
     out[0] = ring->owner[i];
     if (want == 1) return 1;
 

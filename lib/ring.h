@@ -125,11 +125,20 @@ int rd_ring_owner_at(const struct rd_ring *ring, uint64_t pos);
 int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len);
 
 /**
- * The first `n` distinct members clockwise from `key`'s position, owner first, written as
- * member indexes to out[0..]. Returns how many were written: min(n, member count); 0 for an
- * empty ring. out must hold min(n, member count) entries. Reentrant: the ring is not
- * written (the "already taken" set lives on the caller's stack, or briefly on the heap for
- * rings of more than 16384 members).
+ * The `n` replicas of `key`, owner first, written as member indexes to out[0..]. Returns how
+ * many were written: min(n, member count); 0 for an empty ring.
+ *
+ * Without zones (no member of the ring has one): the first `n` distinct members clockwise
+ * from the key's position. With zones: the same walk, where a member's rank is how many
+ * members of its zone the walk met before it (a member without a zone is a zone of its own),
+ * and the answer is the first `n` members ordered by (rank, walk order): one member of each
+ * zone before any zone repeats (proto/PROTOCOL.md, "Owners (replicas)"). The owner comes
+ * first either way.
+ *
+ * out must hold min(n, member count) entries. Reentrant: the ring is not written (the walk's
+ * state lives on the caller's stack, or briefly on the heap for rings of more than 16384
+ * members or, with zones, more than about 1,000 zones). With zones, a heap allocation that
+ * fails returns 0.
  */
 size_t rd_ring_owners(const struct rd_ring *ring, const void *key, size_t len, size_t n,
                       uint32_t *out);
