@@ -90,7 +90,7 @@ struct rd_agent {
     struct rd_ring *ring;
     uint64_t ring_version;
     struct rd_ring_params ring_params; /* what the ring is built with: agreed at join */
-    size_t weight_unwhole;             /* members placed at a whole weight (ketama) last time */
+    size_t weight_unwhole;             /* members left out for a fractional weight (ketama) */
     const char *ring_params_source;    /* "set", "default" or "adopted" (INFO) */
     uint64_t rebuild_tat_ms;           /* rate limit: the next rebuild's theoretical arrival time */
     bool rebuild_pending;
@@ -244,13 +244,14 @@ static void rebuild_ring(struct rd_agent *a)
         }
         const char *identity = NULL;
         if (ketama) {
-            /* a ketama ring takes whole weights: no agent of the cluster claims another
-             * (refused at start and by WEIGHT), so one that does is placed at its floor
-             * rather than stop the ring for everyone */
+            /* A ketama ring takes whole weights. No agent of the cluster claims another
+             * (refused at start, by WEIGHT and by reload); one that does is a joiner about
+             * to stop because it cannot adopt the ring, or a foreign one: left out of the
+             * ring, rather than stop the ring for everyone or own keys for a moment. */
             if (w % RD_WEIGHT_ONE) {
                 fractional++;
                 unwhole = m->name;
-                w = w < RD_WEIGHT_ONE ? RD_WEIGHT_ONE : w / RD_WEIGHT_ONE * RD_WEIGHT_ONE;
+                continue;
             }
             if (tag_value(m->tags, "ketama", ids[n], sizeof ids[n])) identity = ids[n];
         }
@@ -258,7 +259,7 @@ static void rebuild_ring(struct rd_agent *a)
             .name = m->name, .weight = w, .zone = m->zone, .identity = identity};
     }
     if (fractional > a->weight_unwhole)
-        rd_logf(RD_LOG_WARN, "fractional weights placed at whole ones on the ketama ring",
+        rd_logf(RD_LOG_WARN, "members with a fractional weight left out of the ketama ring",
                 RD_FUINT("members", fractional), RD_FSTR("member", unwhole));
     a->weight_unwhole = fractional;
     if (capped > a->weight_capped)
