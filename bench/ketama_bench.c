@@ -88,7 +88,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char *keys = malloc(nkeys * KEY_LEN);
-    static char names[MAX_SERVER][16], ids[MAX_SERVER][32];
+    static char names[MAX_SERVER][32], ids[MAX_SERVER][64];
     static struct rd_ring_member m[MAX_SERVER];
     if (!keys) return 1;
     for (size_t i = 0; i < nkeys; i++) {
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
                 snprintf(ids[k], sizeof ids[k], "10.0.%zu.%zu:11211", k / 250, k % 250 + 1);
                 uint32_t w = weighted ? 1 + (uint32_t)(k * 7 % 5) : 1;
                 m[k] = (struct rd_ring_member){names[k], w * RD_WEIGHT_ONE, NULL, ids[k]};
-                char host[32];
+                char host[64];
                 snprintf(host, sizeof host, "10.0.%zu.%zu", k / 250, k % 250 + 1);
                 list = memcached_server_list_append_with_weight(list, host, 11211, w, &rc);
             }
