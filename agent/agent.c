@@ -471,7 +471,7 @@ static void flush(struct rd_agent *a)
         if (ev.updated) {
             log_update(a, &ev);
             snapshot_changed(a); /* a new incarnation: the next life must start above it */
-            schedule_rebuild(a); /* a weight or zone may have moved keys */
+            schedule_rebuild(a); /* a weight, zone or ketama tag may have moved keys */
             continue;
         }
         log_event(a, &ev);

@@ -11,7 +11,8 @@
 #      but with --weight 1.5: it cannot adopt ketama and exits 1 with one error line, and
 #      never enters the ring; `ringd agent --ring ketama --weight 1.5` is a bad option (2);
 #  (e) WEIGHT 1.5 is answered -ERR in a ketama cluster, WEIGHT 4 is taken, and the owners
-#      follow libmemcached with a1 at weight 4.
+#      follow libmemcached with a1 at weight 4;
+#  (f) TAGS SET ketama on a3 moves a3 to the new server's points, as libmemcached places it.
 set -u
 RINGD=$1
 . "$(dirname "$0")/lib.sh"
@@ -107,6 +108,13 @@ reweighed() { [ "$(info a3 ring_checksum)" != "$before" ] && agreed 4 a1 a2 a3 a
 check "(e) the ring follows" wait_for 10 reweighed
 check "(e) owners are libmemcached's with a1 at weight 4" \
   compare a3 a1,4,10.0.0.1:11211 a2,1,10.0.0.2:11212 a3,3,a3 a4,1,a4
+
+# (f) a ketama tag set at run time names the member's server from then on
+before=$(info a1 ring_checksum)
+check "(f) TAGS SET ketama on a3 is taken" test "$(q a3 TAGS SET ketama 10.0.0.9:11213)" = OK
+check "(f) the ring follows" wait_for 10 reweighed
+check "(f) owners are libmemcached's with a3 at 10.0.0.9:11213" \
+  compare a2 a1,4,10.0.0.1:11211 a2,1,10.0.0.2:11212 a3,3,10.0.0.9:11213 a4,1,a4
 
 no_sanitizer_reports
 finish
