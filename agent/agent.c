@@ -90,6 +90,7 @@ struct rd_agent {
     struct rd_ring *ring;
     uint64_t ring_version;
     struct rd_ring_params ring_params; /* what the ring is built with: agreed at join */
+    size_t weight_unwhole;             /* members left out for a fractional weight (ketama) */
     const char *ring_params_source;    /* "set", "default" or "adopted" (INFO) */
     uint64_t rebuild_tat_ms;           /* rate limit: the next rebuild's theoretical arrival time */
     bool rebuild_pending;
@@ -188,17 +189,49 @@ static bool in_ring(uint8_t status)
     return status == RD_ALIVE || status == RD_SUSPECT;
 }
 
+/* The value of tag `key` in a "k=v,k=v" string, copied into out (cap bytes); false if absent. */
+static bool tag_value(const char *tags, const char *key, char *out, size_t cap)
+{
+    size_t klen = strlen(key);
+    for (const char *p = tags; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > klen && p[klen] == '=' && memcmp(p, key, klen) == 0) {
+            size_t vlen = len - klen - 1;
+            if (vlen >= cap) return false;
+            memcpy(out, p + klen + 1, vlen);
+            out[vlen] = '\0';
+            return true;
+        }
+        p += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
+/* A ring of the agreed mode: ringd's with the agreed vnodes, or libmemcached's ketama. */
+static int build_ring(const struct rd_agent *a, const struct rd_ring_member *rm, size_t n,
+                      struct rd_ring **out)
+{
+    if (a->ring_params.mode == RD_RING_MODE_KETAMA) return rd_ring_new_ketama(rm, n, out);
+    return rd_ring_new(rm, n, a->ring_params.vnodes, out);
+}
+
 static void rebuild_ring(struct rd_agent *a)
 {
     uint64_t started_ns = uv_hrtime();
     size_t count = rd_swim_member_count(a->swim), n = 0;
+    bool ketama = a->ring_params.mode == RD_RING_MODE_KETAMA;
     struct rd_ring_member *rm = malloc((count ? count : 1) * sizeof *rm);
-    if (!rm) {
+    /* ketama: each member's identity, its `ketama` tag (tag values fit an identity) */
+    char(*ids)[RD_TAGS_MAX + 1] = ketama ? malloc((count ? count : 1) * sizeof *ids) : NULL;
+    if (!rm || (ketama && !ids)) {
+        free(rm);
+        free(ids);
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
         return;
     }
-    size_t capped = 0;
-    const char *heaviest = NULL;
+    size_t capped = 0, fractional = 0;
+    const char *heaviest = NULL, *unwhole = NULL;
     uint32_t heaviest_weight = 0;
     for (size_t i = 0; i < count; i++) {
         const struct rd_member *m = rd_swim_member(a->swim, i);
@@ -209,8 +242,26 @@ static void rebuild_ring(struct rd_agent *a)
             if (w > heaviest_weight) heaviest = m->name, heaviest_weight = w;
             w = a->cfg.max_weight;
         }
-        rm[n++] = (struct rd_ring_member){.name = m->name, .weight = w, .zone = m->zone};
+        const char *identity = NULL;
+        if (ketama) {
+            /* A ketama ring takes whole weights. No agent of the cluster claims another
+             * (refused at start, by WEIGHT and by reload); one that does is a joiner about
+             * to stop because it cannot adopt the ring, or a foreign one: left out of the
+             * ring, rather than stop the ring for everyone or own keys for a moment. */
+            if (w % RD_WEIGHT_ONE) {
+                fractional++;
+                unwhole = m->name;
+                continue;
+            }
+            if (tag_value(m->tags, "ketama", ids[n], sizeof ids[n])) identity = ids[n];
+        }
+        rm[n++] = (struct rd_ring_member){
+            .name = m->name, .weight = w, .zone = m->zone, .identity = identity};
     }
+    if (fractional > a->weight_unwhole)
+        rd_logf(RD_LOG_WARN, "members with a fractional weight left out of the ketama ring",
+                RD_FUINT("members", fractional), RD_FSTR("member", unwhole));
+    a->weight_unwhole = fractional;
     if (capped > a->weight_capped)
         rd_logf(RD_LOG_WARN, "members above --max-weight placed at it", RD_FUINT("capped", capped),
                 RD_FSTR("heaviest", heaviest),
@@ -218,8 +269,9 @@ static void rebuild_ring(struct rd_agent *a)
                 RD_FDBL("max_weight", (double)a->cfg.max_weight / RD_WEIGHT_ONE));
     a->weight_capped = capped;
     struct rd_ring *ring;
-    int rc = rd_ring_new(rm, n, a->ring_params.vnodes, &ring);
+    int rc = build_ring(a, rm, n, &ring);
     free(rm);
+    free(ids);
     if (rc < 0) {
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(rc)));
         return;
@@ -419,7 +471,7 @@ static void flush(struct rd_agent *a)
         if (ev.updated) {
             log_update(a, &ev);
             snapshot_changed(a); /* a new incarnation: the next life must start above it */
-            schedule_rebuild(a); /* a weight or zone may have moved keys */
+            schedule_rebuild(a); /* a weight, zone or ketama tag may have moved keys */
             continue;
         }
         log_event(a, &ev);
@@ -464,6 +516,18 @@ static void on_ring_params(void *ctx, enum rd_ring_verdict v, const struct rd_ri
     char ours[64], cluster[64];
     rd_ring_params_format(&a->ring_params, ours, sizeof ours);
     rd_ring_params_format(theirs, cluster, sizeof cluster);
+    char why[160];
+    if (v == RD_RING_ADOPT && theirs->mode == RD_RING_MODE_KETAMA &&
+        rd_config_ketama_weights(&a->cfg, why, sizeof why) < 0) {
+        if (a->left) return;
+        rd_logf(RD_LOG_ERROR, "cannot adopt the cluster's ketama ring: stopping",
+                RD_FSTR("cluster", cluster), RD_FSTR("from", from), RD_FSTR("error", why));
+        notify(a, "STATUS=the cluster's ketama ring needs whole weights: stopping");
+        a->exit_rc = RD_EINVAL;
+        a->left = true;
+        uv_stop(a->loop);
+        return;
+    }
     if (v == RD_RING_ADOPT) {
         rd_logf(RD_LOG_INFO, "ring parameters adopted", RD_FSTR("ours", ours),
                 RD_FSTR("cluster", cluster), RD_FSTR("from", from));
@@ -475,7 +539,8 @@ static void on_ring_params(void *ctx, enum rd_ring_verdict v, const struct rd_ri
     if (a->left) return;
     rd_logf(RD_LOG_ERROR, "ring parameters differ from the cluster's: stopping",
             RD_FSTR("ours", ours), RD_FSTR("cluster", cluster), RD_FSTR("from", from),
-            RD_FSTR("hint", "start every agent with the same --vnodes, or leave it unset"));
+            RD_FSTR("hint",
+                    "start every agent with the same --vnodes and --ring, or leave them unset"));
     notify(a, "STATUS=ring parameters differ from the cluster's: stopping");
     a->exit_rc = RD_EINVAL;
     a->left = true;
@@ -896,6 +961,13 @@ static int change_weight(struct rd_agent *a, const char *text, char *err, size_t
                  a->cfg.max_weight / RD_WEIGHT_ONE, a->cfg.max_weight % RD_WEIGHT_ONE);
         return RD_EREFUSED;
     }
+    if (a->ring_params.mode == RD_RING_MODE_KETAMA && w % RD_WEIGHT_ONE) {
+        snprintf(err, errlen,
+                 "weight %s is not a whole number: the cluster's ring is ketama, which takes "
+                 "whole weights",
+                 text);
+        return RD_EINVAL;
+    }
     return apply_self(a, w, a->cfg.zone, a->cfg.tags);
 }
 
@@ -992,6 +1064,7 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
         {"socket-mode", in->socket_mode != next->socket_mode},
         {"admin-group", strcmp(in->admin_group, next->admin_group) != 0},
         {"vnodes", in->vnodes != next->vnodes},
+        {"ring", in->ring_mode != next->ring_mode || in->ring_mode_set != next->ring_mode_set},
         {"max-weight", in->max_weight != next->max_weight},
         {"seed", in->seed != next->seed},
         {"keyring-file", strcmp(in->keyring_path, next->keyring_path) != 0},
@@ -1033,6 +1106,12 @@ static void reload_config(struct rd_agent *a)
         snprintf(err, sizeof err, "--weight %u.%03u is above --max-weight %u.%03u in force",
                  next->weight / RD_WEIGHT_ONE, next->weight % RD_WEIGHT_ONE,
                  a->cfg.max_weight / RD_WEIGHT_ONE, a->cfg.max_weight % RD_WEIGHT_ONE);
+        rc = RD_EINVAL;
+    }
+    if (rc == 0 && a->ring_params.mode == RD_RING_MODE_KETAMA && next->weight % RD_WEIGHT_ONE) {
+        snprintf(err, sizeof err,
+                 "--weight %u.%03u is not a whole number: the cluster's ring is ketama",
+                 next->weight / RD_WEIGHT_ONE, next->weight % RD_WEIGHT_ONE);
         rc = RD_EINVAL;
     }
     if (rc != 0) {
@@ -1546,9 +1625,9 @@ int rd_agent_run(const struct rd_agent_config *config)
     uint64_t seed = a->cfg.seed ? a->cfg.seed : wall_ms() ^ ((uint64_t)getpid() << 32);
     a->swim = rd_swim_new(&sc, &self, seed, now_ms());
     a->ring_params =
-        (struct rd_ring_params){RD_RING_SPEC, RD_RING_MODE_RINGD, (uint16_t)a->cfg.vnodes};
-    a->ring_params_source = a->cfg.vnodes_set ? "set" : "default";
-    if (!a->swim || rd_ring_new(NULL, 0, a->ring_params.vnodes, &a->ring) < 0) {
+        (struct rd_ring_params){RD_RING_SPEC, (uint8_t)a->cfg.ring_mode, (uint16_t)a->cfg.vnodes};
+    a->ring_params_source = a->cfg.vnodes_set || a->cfg.ring_mode_set ? "set" : "default";
+    if (!a->swim || build_ring(a, NULL, 0, &a->ring) < 0) {
         rc = RD_ENOMEM;
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", "out of memory"));
         goto out;
@@ -1571,7 +1650,9 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->seeds_timer.data = a;
     /* with no seed (from --join or the snapshot) it starts a cluster: ready at once */
     a->needs_join = a->cfg.njoins > 0 || nsnap > 0;
-    rd_sync_set_ring(a->sync, &a->ring_params, a->cfg.vnodes_set ? RD_SYNC_VNODES_SET : 0,
+    rd_sync_set_ring(a->sync, &a->ring_params,
+                     (a->cfg.vnodes_set ? RD_SYNC_VNODES_SET : 0u) |
+                         (a->cfg.ring_mode_set ? RD_SYNC_MODE_SET : 0u),
                      a->needs_join, on_ring_params);
     struct rd_query_host host = {.ctx = a,
                                  .ring = host_ring,

@@ -23,6 +23,7 @@
 #include "dns.h"
 #include "rd_err.h"
 #include "ring.h"
+#include "ringparams.h"
 
 #define RD_STR_(x) #x
 #define RD_STR(x)  RD_STR_(x)
@@ -177,6 +178,15 @@ static int set_vnodes(const struct option_def *o, struct rd_agent_config *cfg, c
     if (!parse_uint(val, 10, RD_RING_VNODES_MAX, &v) || v < 1)
         return refuse(o, err, errlen, "'%s' is not a number from 1 to %d", val, RD_RING_VNODES_MAX);
     *FIELD(uint32_t, cfg, o) = (uint32_t)v;
+    return 0;
+}
+
+static int set_ring(const struct option_def *o, struct rd_agent_config *cfg, const char *val,
+                    char *err, size_t errlen)
+{
+    if (rd_ring_mode_parse(val, FIELD(unsigned, cfg, o)) < 0)
+        return refuse(o, err, errlen, "'%s' is not ringd or ketama", val);
+    cfg->ring_mode_set = true;
     return 0;
 }
 
@@ -352,6 +362,11 @@ static const struct option_def options[] = {
      set_vnodes,
      "ring points per member at weight 1; a joining agent takes the\n"
      "cluster's unless this is given, and stops if it differs"},
+    {"ring", "ringd|ketama", OPT_ONE, AT(ring_mode), NULL, "the cluster's, or ringd", set_ring,
+     "how the ring places keys: ringd's own ring, or ketama exactly as\n"
+     "libmemcached (whole weights; a member is the server named by its\n"
+     "ketama tag, else its name); as --vnodes, a joining agent takes the\n"
+     "cluster's unless this is given, and stops if it differs"},
     {"weight", "W", OPT_ONE, AT(weight), "1", NULL, set_weight,
      "this member's share of the ring, 0.001 to 100; applied on\n"
      "SIGHUP; `ringd weight W` changes it live, and 0 drains it"},
@@ -451,6 +466,18 @@ void rd_config_usage(FILE *out)
         fputc('\n', out);
     }
     fprintf(out, "  %-28s %s\n", "-h, --help", "show this help");
+}
+
+int rd_config_ketama_weights(const struct rd_agent_config *cfg, char *err, size_t errlen)
+{
+    const char *flag = cfg->weight % RD_WEIGHT_ONE ? "weight" : "max-weight";
+    uint32_t w = cfg->weight % RD_WEIGHT_ONE ? cfg->weight : cfg->max_weight;
+    if (w % RD_WEIGHT_ONE == 0) return 0;
+    snprintf(err, errlen,
+             "--%s %u.%03u is not a whole number: a ketama ring takes whole weights, as "
+             "libmemcached does",
+             flag, w / RD_WEIGHT_ONE, w % RD_WEIGHT_ONE);
+    return RD_EINVAL;
 }
 
 int rd_weight_parse(const char *s, uint32_t *out)
@@ -679,6 +706,9 @@ static int finish(struct rd_agent_config *cfg, bool resolve_addrs, char *err, si
             cfg->max_weight / RD_WEIGHT_ONE, cfg->max_weight % RD_WEIGHT_ONE);
         return RD_EINVAL;
     }
+    if (cfg->ring_mode_set && cfg->ring_mode == RD_RING_MODE_KETAMA &&
+        rd_config_ketama_weights(cfg, err, errlen) < 0)
+        return RD_EINVAL;
     if (!resolve_addrs) return 0;
     if (resolve("bind", cfg->bind_text, RD_DEFAULT_PORT, 1, &cfg->bind, err, errlen) < 0)
         return RD_EINVAL;

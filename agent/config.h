@@ -49,6 +49,8 @@ struct rd_agent_config {
     char admin_group[RD_QUERY_GROUP_MAX + 1]; /* empty: only root and the agent's user */
     uint32_t vnodes;                          /* RD_RING_VNODES_DEFAULT unless vnodes_set */
     bool vnodes_set;     /* given by a flag or the config file: never adopted from the cluster */
+    unsigned ring_mode;  /* enum rd_ring_mode; RD_RING_MODE_RINGD unless ring_mode_set */
+    bool ring_mode_set;  /* --ring given: never adopted from the cluster */
     uint32_t weight;     /* fixed point, RD_WEIGHT_ONE = 1.0 */
     uint32_t max_weight; /* heavier members are placed at this weight */
     char zone[RD_ZONE_MAX + 1];
@@ -111,6 +113,9 @@ int rd_config_read(struct rd_agent_config *cfg, FILE *f, const char *path, char 
 int rd_config_secure(struct rd_agent_config *cfg, char *err, size_t errlen);
 /** Prints the `ringd agent` options. */
 void rd_config_usage(FILE *out);
+/** 0 if --weight and --max-weight are whole numbers, as a ketama ring needs; else
+ *  RD_EINVAL with one line saying which is not in err. */
+int rd_config_ketama_weights(const struct rd_agent_config *cfg, char *err, size_t errlen);
 /** Parses a weight like "1", "0.5", "2.125" into fixed point; -1 if invalid. */
 int rd_weight_parse(const char *s, uint32_t *out);
 

@@ -51,6 +51,11 @@
  * taken from the totals (see scale_count), in integers, so that the ring still follows the
  * membership, identically on every agent, instead of the build failing and the old ring
  * staying in place forever.
+ *
+ * Ketama mode (rd_ring_new_ketama) is the same snapshot with libmemcached's points in it:
+ * ketama.c gives each member's count and 32-bit values, placed at value << 32 so that the
+ * order, the prefix table, the walks and the diff all hold unchanged; only the key's
+ * position is computed differently (key_position), and counts are never scaled.
  */
 #include "ring.h"
 #include "ring_internal.h"
@@ -59,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ketama.h"
 #include "rd_err.h"
 
 /* Inline XXH3 so that hashing a short key or point costs no call into libxxhash. */
@@ -101,9 +107,10 @@ struct rd_ring {
     uint32_t npoints;
     uint32_t vnodes;
     enum rd_ring_mode mode;
-    uint64_t raw_points; /* sum of the unscaled counts */
-    uint64_t budget;     /* 0, or the scaled ring's budget (see scale_count) */
-    unsigned shift;      /* 64 - b; lookup bucket = pos >> shift */
+    bool ketama_weighted; /* ketama mode: libmemcached's weighted continuum (some weight > 1) */
+    uint64_t raw_points;  /* sum of the unscaled counts */
+    uint64_t budget;      /* 0, or the scaled ring's budget (see scale_count) */
+    unsigned shift;       /* 64 - b; lookup bucket = pos >> shift */
     uint64_t checksum;
     uint64_t *hashes;        /* [npoints], sorted by (hash, owner) */
     uint32_t *owner;         /* [npoints] member index */
@@ -299,6 +306,7 @@ struct point_walk {
     void *ctx;
     uint32_t m, i0, cnt;
     size_t plen;                            /* length of member m's encoding prefix */
+    size_t klen;                            /* ketama: length of m's hashed server string */
     uint8_t enc[HASH_BATCH][POINT_BUF_MAX]; /* member m's prefix, one copy per batch slot */
     uint64_t hb[HASH_BATCH];
 };
@@ -308,6 +316,11 @@ static void walk_enter(struct point_walk *w)
 {
     const struct ring_name *nm = &w->r->names[w->m];
     uint32_t np = w->r->points[w->m];
+    if (w->r->mode == RD_RING_MODE_KETAMA) {
+        const char *id = w->r->ids + w->r->id_off[w->m];
+        w->klen = rd_ketama_hashed_len(id, w->r->id_off[w->m + 1] - w->r->id_off[w->m] - 1);
+        return;
+    }
     for (uint32_t s = 0; s < np && s < HASH_BATCH; s++)
         w->plen = point_prefix(w->enc[s], nm->s, nm->len);
 }
@@ -322,6 +335,7 @@ static void walk_start(struct point_walk *w, const struct rd_ring *r, rd_ring_po
     w->i0 = 0;
     w->cnt = 0;
     w->plen = 0;
+    w->klen = 0;
     if (r->nmembers > 0) walk_enter(w);
 }
 
@@ -337,6 +351,14 @@ static bool walk_next(struct point_walk *w)
     if (w->m == r->nmembers) return false;
     uint32_t left = r->points[w->m] - w->i0;
     w->cnt = left < HASH_BATCH ? left : HASH_BATCH;
+    if (r->mode == RD_RING_MODE_KETAMA) {
+        /* a ketama value v sits at v << 32: the order of positions is the order of values */
+        uint32_t v[HASH_BATCH];
+        rd_ketama_points(r->ids + r->id_off[w->m], w->klen, r->ketama_weighted, w->i0, w->cnt, v);
+        for (uint32_t s = 0; s < w->cnt; s++)
+            w->hb[s] = (uint64_t)v[s] << 32;
+        return true;
+    }
     hash_batch(w->enc, w->plen, &r->names[w->m], w->i0, w->cnt, w->fn, w->ctx, w->hb);
     return true;
 }
@@ -536,10 +558,14 @@ static void index_zones(struct rd_ring *r, void *scratch_ptrs, uint32_t *scratch
     const struct ring_zone **by_zone = scratch_ptrs;
     uint32_t *size = scratch_sizes; /* members per zone number */
     uint32_t *count = r->rank_start;
-    size_t nz = 0, zoned = 0;
+    size_t nz = 0, zoned = 0, zoneless = 0;
     for (uint32_t k = 0; k < n; k++) {
         r->zone_of[k] = NO_ZONE;
-        if (r->zones[k].len) by_zone[zoned++] = &r->zones[k];
+        if (r->points[k] == 0) continue; /* ketama can give a member none: never met */
+        if (r->zones[k].len)
+            by_zone[zoned++] = &r->zones[k];
+        else
+            zoneless++;
     }
     qsort(by_zone, zoned, sizeof *by_zone, cmp_zone_ptr);
     for (size_t k = 0; k < zoned; k++) {
@@ -552,7 +578,7 @@ static void index_zones(struct rd_ring *r, void *scratch_ptrs, uint32_t *scratch
     /* count[s - 1] = zones of exactly s members; then suffix sums give count_r = zones of
      * more than r members; then prefix sums give rank_start. Zoneless members: size 1. */
     memset(count, 0, ((size_t)n + 1) * sizeof *count);
-    count[0] = n - (uint32_t)zoned;
+    count[0] = (uint32_t)zoneless;
     for (size_t z = 0; z < nz; z++)
         count[size[z] - 1]++;
     for (uint32_t q = n; q-- > 0;)
@@ -565,29 +591,58 @@ static void index_zones(struct rd_ring *r, void *scratch_ptrs, uint32_t *scratch
     }
 }
 
-int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
-                     const struct rd_ring_hooks *hooks, struct rd_ring **out)
+/* How many points each member gets: ringd's count from vnodes, or libmemcached's. */
+struct count_rule {
+    enum rd_ring_mode mode;
+    uint32_t vnodes;
+    bool weighted;         /* ketama: some whole weight is above 1 */
+    uint64_t total_weight; /* ketama: the sum of the whole weights */
+    uint32_t n;            /* ketama: the number of servers */
+};
+
+static uint64_t rule_points(const struct count_rule *c, uint32_t weight)
+{
+    if (c->mode == RD_RING_MODE_RINGD) return point_count(c->vnodes, weight);
+    if (!c->weighted) return RD_KETAMA_POINTS_PLAIN;
+    return rd_ketama_weighted_points(weight / RD_WEIGHT_ONE, c->total_weight, c->n);
+}
+
+/* Ketama rings hold at most this many members, so that their point counts (160 at an even
+ * share) cannot approach the 32-bit count before the point limit is checked. */
+#define KETAMA_MEMBERS_MAX (RD_RING_MAX_POINTS / RD_KETAMA_POINTS_WEIGHTED)
+
+/* rd_ring_new_with() and rd_ring_new_ketama_with(): everything but the point rule is one. */
+static int ring_build(const struct rd_ring_member *members, size_t n, enum rd_ring_mode mode,
+                      uint32_t vnodes, const struct rd_ring_hooks *hooks, struct rd_ring **out)
 {
     static const struct rd_ring_hooks none = {NULL, NULL, NULL};
     if (!hooks) hooks = &none;
     if (!out) return RD_EINVAL;
     *out = NULL;
-    if ((n > 0 && !members) || vnodes < 1 || vnodes > RD_RING_VNODES_MAX) return RD_EINVAL;
+    if (n > 0 && !members) return RD_EINVAL;
+    if (mode == RD_RING_MODE_RINGD && (vnodes < 1 || vnodes > RD_RING_VNODES_MAX)) return RD_EINVAL;
     /* Every member has at least one point, so this bounds n before anything is allocated. */
     if (n > RD_RING_MAX_POINTS) return RD_E2BIG;
 
-    uint64_t total = 0;
+    struct count_rule rule = {mode, vnodes, false, 0, (uint32_t)n};
     size_t id_bytes = 0;
     for (size_t k = 0; k < n; k++) {
         const struct rd_ring_member *m = &members[k];
         if (!m->name || !rd_name_valid(m->name, strnlen(m->name, RD_NAME_MAX + 1)))
             return RD_EINVAL;
         if (m->weight < 1 || m->weight > RD_WEIGHT_MAX) return RD_EINVAL;
+        /* libmemcached's weights are whole numbers */
+        if (mode == RD_RING_MODE_KETAMA && m->weight % RD_WEIGHT_ONE != 0) return RD_EINVAL;
         if (m->zone && !rd_zone_valid(m->zone, strnlen(m->zone, RD_ZONE_MAX + 1))) return RD_EINVAL;
         if (m->identity && !identity_valid(m->identity)) return RD_EINVAL;
-        total += point_count(vnodes, m->weight);
         id_bytes += strlen(identity_of(m)) + 1;
+        rule.total_weight += m->weight / RD_WEIGHT_ONE;
+        if (m->weight > RD_WEIGHT_ONE) rule.weighted = true;
     }
+    if (mode == RD_RING_MODE_KETAMA && n > KETAMA_MEMBERS_MAX) return RD_E2BIG;
+    uint64_t total = 0;
+    for (size_t k = 0; k < n; k++)
+        total += rule_points(&rule, members[k].weight);
 
     /* Name order is the member index; sort pointers so the caller's array stays untouched. */
     const struct rd_ring_member **sorted = NULL;
@@ -604,13 +659,19 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
             }
         }
     }
-    /* Over the limit: scale. raw <= 2^19 and budget < 2^24, so the products fit 64 bits. */
+    /* Over the limit: scale. raw <= 2^19 and budget < 2^24, so the products fit 64 bits.
+     * A ketama ring cannot be scaled (libmemcached's counts are the point of it), and its
+     * member limit keeps it under (a weighted continuum holds about 160 points a member). */
     uint64_t raw_total = total, budget = 0;
+    if (mode == RD_RING_MODE_KETAMA && raw_total > RD_RING_MAX_POINTS) {
+        free(sorted);
+        return RD_E2BIG;
+    }
     if (raw_total > RD_RING_MAX_POINTS) {
         budget = RD_RING_MAX_POINTS - n;
         total = 0;
         for (size_t k = 0; k < n; k++)
-            total += scale_count(point_count(vnodes, members[k].weight), budget, raw_total);
+            total += scale_count(rule_points(&rule, members[k].weight), budget, raw_total);
     }
 
     /* b: the smallest bit count with 2^b >= points (at least 1, so the shift stays < 64). */
@@ -646,8 +707,9 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     struct rd_ring *r = (struct rd_ring *)block;
     r->nmembers = (uint32_t)n;
     r->npoints = (uint32_t)total;
-    r->vnodes = vnodes;
-    r->mode = RD_RING_MODE_RINGD;
+    r->vnodes = mode == RD_RING_MODE_RINGD ? vnodes : 0;
+    r->mode = mode;
+    r->ketama_weighted = rule.weighted;
     r->raw_points = raw_total;
     r->budget = budget;
     r->shift = 64 - b;
@@ -690,7 +752,7 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
         r->id_off[k] = id_at;
         memcpy(r->ids + id_at, id, idlen + 1);
         id_at += (uint32_t)idlen + 1;
-        uint32_t pc = (uint32_t)point_count(vnodes, m->weight);
+        uint32_t pc = (uint32_t)rule_points(&rule, m->weight);
         if (budget) pc = scale_count(pc, budget, raw_total);
         r->points[k] = pc;
         r->weights[k] = m->weight;
@@ -726,10 +788,30 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
     return 0;
 }
 
+int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
+                     const struct rd_ring_hooks *hooks, struct rd_ring **out)
+{
+    return ring_build(members, n, RD_RING_MODE_RINGD, vnodes, hooks, out);
+}
+
 int rd_ring_new(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
                 struct rd_ring **out)
 {
-    return rd_ring_new_with(members, n, vnodes, NULL, out);
+    return ring_build(members, n, RD_RING_MODE_RINGD, vnodes, NULL, out);
+}
+
+int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
+                            const struct rd_ring_hooks *hooks, struct rd_ring **out)
+{
+    /* the point hash is libmemcached's: a substitute would build some other ring */
+    struct rd_ring_hooks alloc_only = {NULL, hooks ? hooks->alloc : NULL,
+                                       hooks ? hooks->ctx : NULL};
+    return ring_build(members, n, RD_RING_MODE_KETAMA, 0, &alloc_only, out);
+}
+
+int rd_ring_new_ketama(const struct rd_ring_member *members, size_t n, struct rd_ring **out)
+{
+    return ring_build(members, n, RD_RING_MODE_KETAMA, 0, NULL, out);
 }
 
 void rd_ring_delete(struct rd_ring *ring)
@@ -828,10 +910,23 @@ int rd_ring_owner_at(const struct rd_ring *ring, uint64_t pos)
     return (int)ring->owner[point_index(ring, pos)];
 }
 
+/* A key's position: XXH3-64 of it, or in ketama mode libmemcached's MD5 key hash, placed
+ * like the ketama points at value << 32. */
+static inline uint64_t key_position(const struct rd_ring *r, const void *key, size_t len)
+{
+    if (r->mode == RD_RING_MODE_KETAMA) return (uint64_t)rd_ketama_key_hash(key, len) << 32;
+    return XXH3_64bits(key, len);
+}
+
+uint64_t rd_ring_key_position(const struct rd_ring *ring, const void *key, size_t len)
+{
+    return ring ? key_position(ring, key, len) : XXH3_64bits(key, len);
+}
+
 int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len)
 {
     if (!ring || ring->npoints == 0) return -1;
-    return (int)ring->owner[point_index(ring, XXH3_64bits(key, len))];
+    return (int)ring->owner[point_index(ring, key_position(ring, key, len))];
 }
 
 static bool in_out(const uint32_t *out, size_t got, uint32_t m)
@@ -858,6 +953,8 @@ static bool in_out(const uint32_t *out, size_t got, uint32_t m)
 static size_t owners_by_zone(const struct rd_ring *r, uint32_t i, size_t want, uint64_t *bits,
                              uint32_t *out)
 {
+    /* Members without a point are never met: rank_start[n] counts those that have one. */
+    if (want > r->rank_start[r->nmembers]) want = r->rank_start[r->nmembers];
     size_t levels = 1;
     while (r->rank_start[levels] < want)
         levels++;
@@ -944,7 +1041,8 @@ size_t rd_ring_owners_at(const struct rd_ring *ring, uint64_t pos, size_t n, uin
 size_t rd_ring_owners(const struct rd_ring *ring, const void *key, size_t len, size_t n,
                       uint32_t *out)
 {
-    return rd_ring_owners_at(ring, XXH3_64bits(key, len), n, out);
+    if (!ring) return 0;
+    return rd_ring_owners_at(ring, key_position(ring, key, len), n, out);
 }
 
 /* ---- diff ------------------------------------------------------------------------------- */

@@ -15,6 +15,10 @@
  *     a prefix first), so insertion order never matters.
  * A snapshot is never modified after rd_ring_new(), so readers need no locks and a rebuilt
  * ring simply replaces the old pointer.
+ *
+ * rd_ring_new_ketama() builds the same kind of snapshot with libmemcached's ketama points
+ * and key hash instead (ketama.h; proto/PROTOCOL.md, "Ketama mode"): every function below
+ * works on either, and a lookup by key hashes the key the ring's way (rd_ring_key_position).
  */
 #ifndef RD_RING_H
 #define RD_RING_H
@@ -74,6 +78,19 @@ struct rd_ring;
  */
 int rd_ring_new(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
                 struct rd_ring **out);
+/**
+ * Builds a ring that places keys exactly as libmemcached's ketama does (proto/PROTOCOL.md,
+ * "Ketama mode"): each member is the server named by rd_ring_member_identity() ("host:port",
+ * or "host" for port 11211), with its weight as a whole number; the points are libmemcached's
+ * (100 a member when every weight is 1, else its weighted count), a key sits at its MD5 key
+ * hash, and equal points go to the member with the smaller name (libmemcached's: the server
+ * added first, for servers added in name order). Points and keys are 32-bit values v, placed
+ * at ring positions v << 32. Validation and errors are rd_ring_new()'s, and also: a weight
+ * that is not a whole number (weight % RD_WEIGHT_ONE != 0) is RD_EINVAL, more than
+ * RD_RING_MAX_POINTS / 160 members RD_E2BIG. rd_ring_mode() of the result is
+ * RD_RING_MODE_KETAMA and rd_ring_vnodes() 0.
+ */
+int rd_ring_new_ketama(const struct rd_ring_member *members, size_t n, struct rd_ring **out);
 /** Frees a ring. NULL is fine. */
 void rd_ring_delete(struct rd_ring *ring);
 
@@ -110,8 +127,11 @@ uint32_t rd_ring_vnodes(const struct rd_ring *ring);
  */
 uint64_t rd_ring_checksum(const struct rd_ring *ring);
 
-/** Position of a key on the ring: XXH3-64 (seed 0) of its bytes. */
+/** Position of a key on a ringd-mode ring: XXH3-64 (seed 0) of its bytes. */
 uint64_t rd_ring_key_hash(const void *key, size_t len);
+/** Position of a key on `ring`, the way its mode hashes keys: rd_ring_key_hash() in ringd
+ *  mode; in ketama mode libmemcached's MD5 key hash h, at position h << 32. NULL: ringd's. */
+uint64_t rd_ring_key_position(const struct rd_ring *ring, const void *key, size_t len);
 /** Position of point `i` of the member called name[0..name_len), name_len <= RD_NAME_MAX
  *  (see the file comment). */
 uint64_t rd_ring_point_hash(const char *name, size_t name_len, uint32_t i);
@@ -121,7 +141,7 @@ uint64_t rd_ring_point_hash(const char *name, size_t name_len, uint32_t i);
  * Expected O(1): a prefix table over the sorted points narrows the search to ~1 point.
  */
 int rd_ring_owner_at(const struct rd_ring *ring, uint64_t pos);
-/** Index of the member owning `key`, or -1 if the ring is empty. */
+/** Index of the member owning `key` (at rd_ring_key_position()), or -1 if the ring is empty. */
 int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len);
 
 /**
@@ -135,8 +155,9 @@ int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len);
  * zone before any zone repeats (proto/PROTOCOL.md, "Owners (replicas)"). The owner comes
  * first either way.
  *
- * out must hold min(n, member count) entries. Reentrant: the ring is not written (the walk's
- * state lives on the caller's stack, or briefly on the heap for rings of more than 16384
+ * In ketama mode a member that libmemcached gives no point is never met, so the answer can
+ * be shorter. out must hold min(n, member count) entries. Reentrant: the ring is not written (the
+ * walk's state lives on the caller's stack, or briefly on the heap for rings of more than 16384
  * members or, with zones, more than about 1,000 zones). With zones, a heap allocation that
  * fails returns 0.
  */

@@ -34,6 +34,10 @@ struct rd_ring_hooks {
 int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
                      const struct rd_ring_hooks *hooks, struct rd_ring **out);
 
+/** rd_ring_new_ketama() with hooks (only `alloc` is used: the points are libmemcached's). */
+int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
+                            const struct rd_ring_hooks *hooks, struct rd_ring **out);
+
 /** rd_ring_diff() with hooks (only `alloc` is used). */
 int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
                       const struct rd_ring_hooks *hooks, struct rd_ring_diff *out);

@@ -5,7 +5,7 @@ set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev libc-ares-dev
       libcmocka-dev libhiredis-dev redis-tools redis-server python3 python3-redis procps iproute2 nftables
       netcat-openbsd dnsmasq-base serf clang libclang-rt-14-dev clang-format
-      help2man systemd prometheus curl buildah umoci yamllint"
+      help2man systemd prometheus curl buildah umoci yamllint nettle-dev libmemcached-dev"
 # node and npm check the Kubernetes manifests (deploy/kubernetes/check) and run the Node.js
 # Redis clients of proc_test_clients (tests/clients/node): Debian's, unless
 # a node that brings its own npm is already there.

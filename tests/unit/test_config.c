@@ -36,12 +36,13 @@ static const char *describe(const struct rd_agent_config *c)
     snprintf(out, sizeof out,
              "name=%s bind=%s port=%u advertise=%s adv_port=%u joins=[%s] socket=%s mode=%o "
              "vnodes=%u weight=%u zone=%s tags=%s log=%d/%d seed=%llu verify=%d/%d profile=%s "
-             "config=%s metrics=%s/%u",
+             "config=%s metrics=%s/%u ring=%u/%d",
              c->name, c->bind_text, c->bind.port, c->advertise_text, c->advertise.port, joins,
              c->socket_path, c->socket_mode, (unsigned)c->vnodes, (unsigned)c->weight, c->zone,
              c->tags, (int)c->log_format, (int)c->log_level, (unsigned long long)c->seed,
              (int)c->gossip_verify_incoming, (int)c->gossip_verify_outgoing,
-             rd_swim_profile_name(c->profile), c->config_path, c->metrics_text, c->metrics.port);
+             rd_swim_profile_name(c->profile), c->config_path, c->metrics_text, c->metrics.port,
+             c->ring_mode, (int)c->ring_mode_set);
     return out;
 }
 
@@ -113,8 +114,26 @@ static const struct flag_case flag_cases[] = {
      false,
      "name=t1 bind=0.0.0.0:7946 port=7946 advertise= adv_port=7946 joins=[] "
      "socket=/run/ringd/ringd.sock mode=660 vnodes=512 weight=1000 zone= tags= log=0/1 seed=0 "
-     "verify=0/0 profile=lan config= metrics=/0"},
+     "verify=0/0 profile=lan config= metrics=/0 ring=0/0"},
     /* valid values, both spellings */
+    {{"--ring", "ketama"}, false, "ring=1/1"},
+    {{"--ring=ringd"}, false, "ring=0/1"},
+    {{"--ring", "ketama", "--weight", "3", "--max-weight", "7"}, false, "weight=3000 "},
+    {{"--ring", "ketama", "--weight", "1.5"},
+     true,
+     "--weight 1.500 is not a whole number: a ketama ring takes whole weights, as libmemcached "
+     "does"},
+    {{"--weight", "0.001", "--ring", "ketama"},
+     true,
+     "--weight 0.001 is not a whole number: a ketama ring takes whole weights, as libmemcached "
+     "does"},
+    {{"--ring", "ketama", "--max-weight", "2.5"},
+     true,
+     "--max-weight 2.500 is not a whole number: a ketama ring takes whole weights, as "
+     "libmemcached does"},
+    {{"--ring", "ringd", "--weight", "1.5"}, false, "weight=1500 "},
+    {{"--ring", "KETAMA"}, true, "--ring: 'KETAMA' is not ringd or ketama"},
+    {{"--ring", ""}, true, "--ring: '' is not ringd or ketama"},
     {{"--name", "web-1.eu:a@b_c"}, false, "name=web-1.eu:a@b_c "},
     {{"--bind", "127.0.0.1:9000"}, false, "bind=127.0.0.1:9000 port=9000 advertise= adv_port=9000"},
     {{"--bind=[::1]:9001"}, false, "bind=[::1]:9001 port=9001"},
@@ -328,6 +347,7 @@ static void test_config_help_names_every_option_once(void **state)
         "socket-mode",
         "admin-group",
         "vnodes",
+        "ring",
         "weight",
         "max-weight",
         "zone",
@@ -414,6 +434,7 @@ struct file_case {
 static const struct file_case file_cases[] = {
     {T(""), false, "vnodes=512 "},
     {T("vnodes = 7"), false, "vnodes=7 "}, /* no '\n' at the end */
+    {T("ring = ketama\nweight = 2\n"), false, "ring=1/1"},
     {T("# comment\n; comment too\n\n   \n\t\nvnodes = 7\n"), false, "vnodes=7 "},
     {T("vnodes = 7 # seven\nweight = 2 ; two\n"), false, "vnodes=7 weight=2000 "},
     {T("  vnodes = 7\n\tseed=3\n"), false, "vnodes=7 weight=1000 zone= tags= log=0/1 seed=3"},
