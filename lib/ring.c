@@ -750,16 +750,24 @@ int rd_ring_owner_at(const struct rd_ring *ring, uint64_t pos)
     return (int)ring->owner[point_index(ring, pos)];
 }
 
+/* Where a key sits on the ring: the one place OWNER, MOWNER and ASSIGN (rd_ring_key_point)
+ * take a key's position from, so that they cannot disagree. */
+static inline uint64_t key_position(const struct rd_ring *r, const void *key, size_t len)
+{
+    (void)r;
+    return XXH3_64bits(key, len);
+}
+
 int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len)
 {
     if (!ring || ring->npoints == 0) return -1;
-    return (int)ring->owner[point_index(ring, XXH3_64bits(key, len))];
+    return (int)ring->owner[point_index(ring, key_position(ring, key, len))];
 }
 
 long rd_ring_key_point(const struct rd_ring *ring, const void *key, size_t len)
 {
     if (!ring || ring->npoints == 0) return -1;
-    return (long)point_index(ring, XXH3_64bits(key, len));
+    return (long)point_index(ring, key_position(ring, key, len));
 }
 
 uint32_t rd_ring_point_member(const struct rd_ring *ring, size_t i)
