@@ -121,6 +121,9 @@ for bad in 1 0.5 abc 1.1x 99999999999 1.0001; do
   "$RINGD" assign "$bad" k --socket "$DIR/n0.sock" >/dev/null 2>"$DIR/bad.err"; rc=$?
   check "ringd assign $bad exits 2 ($(cat "$DIR/bad.err"))" [ "$rc" = 2 ]
 done
+# shellcheck disable=SC2046
+"$RINGD" assign 1.1 $(seq 0 4000) --socket "$DIR/n0.sock" >/dev/null 2>"$DIR/many.err"; rc=$?
+check "ringd assign of 4001 keys exits 2 ($(cat "$DIR/many.err"))" [ "$rc" = 2 ]
 check "ASSIGN with c 1 is -ERR over the socket" sh -c "redis-cli -s '$DIR/n0.sock' ASSIGN 1 k | grep -q '^ERR c must be'"
 
 # n1 leaves: the three left agree again, within their caps
