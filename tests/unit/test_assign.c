@@ -437,22 +437,30 @@ static void test_assign_with_one_member_gives_it_every_key(void **state)
 }
 
 /* A full member's keys walk on to the next member clockwise with room, even when that is
- * most of a turn away: two members, one of them heavy, every key owned by the light one. */
+ * most of a turn away: two members of one point each, whose arcs split the keys unevenly. */
 static void test_assign_walks_past_full_members(void **state)
 {
     (void)state;
     static struct set s;
     static int out[KEYS_MAX];
-    /* weights 1 and 9 (x 0.001 ... x RD_WEIGHT_ONE): caps split 10% / 90% of c x D */
-    struct rd_ring *r = ring_fmt("w%d", 2, (const uint32_t[]){RD_WEIGHT_ONE, 9 * RD_WEIGHT_ONE}, 4);
+    struct rd_ring *r = ring_fmt("w%d", 2, NULL, 1);
     set_fmt(&s, "job-", 1000);
-    assert_int_equal(rd_assign(r, 1100, s.keys, s.n, out), 0);
-    size_t load[2] = {0};
+    size_t plain[2] = {0}, load[2] = {0};
     for (size_t i = 0; i < s.n; i++)
+        plain[rd_ring_owner(r, s.keys[i].ptr, s.keys[i].len)]++;
+    int big = plain[1] > plain[0];
+    print_message("plain owners %zu %zu\n", plain[0], plain[1]);
+    assert_true(plain[big] > 550); /* the scenario: one arc holds more than the cap */
+    assert_int_equal(rd_assign(r, 1100, s.keys, s.n, out), 0);
+    for (size_t i = 0; i < s.n; i++) {
         load[out[i]]++;
-    print_message("loads %zu %zu (caps 110 990)\n", load[0], load[1]);
-    assert_true(load[0] <= 110 && load[1] <= 990);
-    assert_int_equal(load[0] + load[1], 1000);
+        /* only the full member's keys move, and only to the other one */
+        if (out[i] != rd_ring_owner(r, s.keys[i].ptr, s.keys[i].len))
+            assert_int_equal(out[i], !big);
+    }
+    print_message("assigned %zu %zu (caps 550 550)\n", load[0], load[1]);
+    assert_int_equal(load[big], 550); /* ceil(1.1 x 1000 / 2): filled to the cap exactly */
+    assert_int_equal(load[!big], 450);
     check_result(r, 1100, s.keys, s.n, out);
     rd_ring_delete(r);
 }
