@@ -81,6 +81,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "assign.h"
 #include "dns.h"
 #include "event.h"
 #include "ringparams.h"
@@ -566,6 +567,48 @@ static void cmd_mowner(struct qconn *c, const struct rd_resp_request *r)
     conn_rc(c, rd_resp_write_array(&c->pend, r->argc - 1));
     for (size_t i = 1; i < r->argc; i++)
         reply_name(c, ring, rd_ring_owner(ring, r->argv[i].ptr, r->argv[i].len));
+}
+
+/* ASSIGN c key [key ...]: the keys as one set under the bounded-load cap (lib/assign.h), one
+ * member per key in the order sent, as MOWNER answers. Errors before NOTREADY, as OWNERS. */
+static void cmd_assign(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc < 3) {
+        reply_wrong_arity(c, "assign");
+        return;
+    }
+    uint32_t c_milli;
+    if (rd_assign_parse_c(r->argv[1].ptr, r->argv[1].len, &c_milli) < 0) {
+        reply_error(c, "ERR c must be a number above 1 and at most 1000, with at most 3 "
+                       "decimals");
+        return;
+    }
+    size_t n = r->argc - 2;
+    if (n > RD_QUERY_ASSIGN_KEYS_MAX) {
+        char text[80];
+        snprintf(text, sizeof text, "ERR too many keys (at most %u)", RD_QUERY_ASSIGN_KEYS_MAX);
+        reply_error(c, text);
+        return;
+    }
+    if (refuse_not_ready(c)) return;
+    const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
+    struct rd_assign_key *keys = malloc(n * sizeof *keys);
+    int *out = malloc(n * sizeof *out);
+    int rc = keys && out ? 0 : RD_ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        keys[i] = (struct rd_assign_key){r->argv[i + 2].ptr, r->argv[i + 2].len};
+    if (rc == 0) rc = rd_assign(ring, c_milli, keys, n, out);
+    if (rc < 0) {
+        char text[80];
+        snprintf(text, sizeof text, "ERR assign failed: %s", rd_strerror(rc));
+        reply_error(c, text);
+    } else {
+        conn_rc(c, rd_resp_write_array(&c->pend, n));
+        for (size_t i = 0; i < n; i++)
+            reply_name(c, ring, out[i]);
+    }
+    free(keys);
+    free(out);
 }
 
 static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
@@ -1933,6 +1976,9 @@ static const struct command commands[] = {
     {"OWNERS", cmd_owners, false, 3, "readonly fast", 1, 1, 1, "@read @fast", "ring",
      "Returns the first n distinct members for a key: its owner, then its replicas",
      "key:key n:integer", NULL, 0},
+    {"ASSIGN", cmd_assign, false, -3, "readonly", 2, -1, 1, "@read @slow", "ring",
+     "Assigns a key set to members, none above c times its weight share (bounded loads)",
+     "c:double key:key:multiple", NULL, 0},
     {"PING", cmd_ping, false, -1, "fast", 0, 0, 0, "@fast @connection", "connection",
      "Returns PONG, or the message", "message:string:optional", NULL, 0},
     {"MEMBERS", cmd_members, false, 1, "readonly", 0, 0, 0, "@read @slow", "membership",
@@ -2003,6 +2049,10 @@ static const struct command commands[] = {
      "@pubsub @slow", "pubsub", "Stops receiving the patterns named, or every pattern",
      "pattern:pattern:optional:multiple", NULL, 0},
 };
+
+_Static_assert(RD_QUERY_ASSIGN_KEYS_MAX + 2 < RD_RESP_MAX_ARGS,
+               "ASSIGN c plus one key over the limit must still parse, to get its -ERR");
+_Static_assert(RD_QUERY_ASSIGN_KEYS_MAX <= RD_ASSIGN_KEYS_MAX, "lib/assign.h takes the keys");
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 _Static_assert(NCOMMANDS <= RD_QUERY_COMMANDS_MAX, "raise RD_QUERY_COMMANDS_MAX");

@@ -114,7 +114,7 @@ struct rd_query_host {
                   const struct rd_query_peer *peer, char *err, size_t errlen);
     /** The port JOIN uses for an address given without one (0: a port is required). */
     int join_default_port;
-    /** Whether the agent may answer OWNER, OWNERS and MOWNER: false until it joined the
+    /** Whether the agent may answer OWNER, OWNERS, MOWNER and ASSIGN: false until it joined the
      *  cluster it was told to join (they get -NOTREADY meanwhile); INFO `ready`. */
     bool (*ready)(void *ctx);
     /** The resolver JOIN's names go through (dns.h). */
@@ -123,6 +123,11 @@ struct rd_query_host {
      *  memory failed. */
     const char *(*metrics)(void *ctx, size_t *len);
 };
+
+/** Most keys in one ASSIGN: below the request parser's argument limit (RD_RESP_MAX_ARGS,
+ *  4096 words) with room to spare, so that a request one key over is answered with -ERR on a
+ *  connection that stays usable instead of being cut off as a protocol error. */
+#define RD_QUERY_ASSIGN_KEYS_MAX 4000u
 
 /** Most socket commands counted by name (the table's rows; one more for unknown ones). */
 #define RD_QUERY_COMMANDS_MAX 32

@@ -1,6 +1,6 @@
 /*
- * client.c — the client subcommands (see client.h): members, owner, info, watch, join,
- * leave, keys.
+ * client.c — the client subcommands (see client.h): members, owner, assign, info, watch,
+ * join, leave, keys.
  *
  * Each one connects to the agent's query socket, sends one RESP request and prints the
  * reply; watch subscribes to the agent's event channels, as any Redis client would, and
@@ -30,9 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "assign.h"
 #include "buf.h"
 #include "config.h"
 #include "event.h"
+#include "query.h"
 #include "rd_err.h"
 #include "resp.h"
 
@@ -40,8 +42,9 @@
 #define RD_CLIENT_TIMEOUT_S 15
 /** Largest -n accepted by `owner` (the agent's OWNERS limit). */
 #define RD_CLIENT_OWNERS_MAX 1000000L
-/** Most positional arguments any subcommand takes. */
-#define RD_CLIENT_MAX_ARGS 8
+/** Most positional arguments any subcommand takes: `assign` takes c and the agent's most keys, and
+ * one more so that it can say that they are too many. */
+#define RD_CLIENT_MAX_ARGS (2 + RD_QUERY_ASSIGN_KEYS_MAX)
 /** Longest INFO value --json may print as a number (a uint64 has 20 digits). */
 #define RD_CLIENT_NUMBER_MAX 31
 /** Most --tag filters `members` takes. */
@@ -63,6 +66,11 @@ static void client_usage(void)
            "                           the member owning KEY; with -n, N distinct members\n"
            "                           clockwise, owner first, one per line (with zones, one\n"
            "                           per zone before any zone repeats). An empty ring\n"
+           "                           prints nothing, says so on stderr and exits 1\n"
+           "  assign C KEY... [--json] the keys as one set under bounded loads: one member\n"
+           "                           per key, in order, one per line, no member above\n"
+           "                           ceil(C x keys x its weight share); C above 1, at most\n"
+           "                           3 decimals (1.25); at most 4000 keys. An empty ring\n"
            "                           prints nothing, says so on stderr and exits 1\n"
            "  info [--json]            this agent's view, one field:value per line\n"
            "  watch [--json]           the state it joins in (ring version, checksum and\n"
@@ -100,7 +108,8 @@ static void client_usage(void)
            "  --socket PATH            the agent's query socket (default: $RINGD_SOCKET,\n"
            "                           else %s); accepted anywhere in the arguments\n"
            "  --json                   JSON output: members prints an array of objects,\n"
-           "                           owner an object {key, owners}, info an object of its\n"
+           "                           owner an object {key, owners}, assign an array of\n"
+           "                           {key, member}, info an object of its\n"
            "                           fields, watch one object per line, keys list an array\n"
            "                           of {fingerprint, primary}, version {version}\n"
            "  -h, --help               this help\n\n"
@@ -696,6 +705,62 @@ static int cmd_owner(const struct opts *o, char *err, size_t errlen)
     return flushed(err, errlen);
 }
 
+/* ============================================================ assign */
+
+static int cmd_assign(const struct opts *o, char *err, size_t errlen)
+{
+    if (o->nargs < 2) return usage_error(err, errlen, "assign needs C and at least one KEY");
+    uint32_t c_milli;
+    if (rd_assign_parse_c(o->args[0], strlen(o->args[0]), &c_milli) < 0)
+        return usage_error(err, errlen,
+                           "assign: C '%s' is not a number above 1 and at most 1000 with at most "
+                           "3 decimals",
+                           o->args[0]);
+    size_t n = (size_t)o->nargs - 1;
+    if (n > RD_QUERY_ASSIGN_KEYS_MAX)
+        return usage_error(err, errlen, "assign takes at most %u keys", RD_QUERY_ASSIGN_KEYS_MAX);
+    const char **req = malloc((n + 2) * sizeof *req);
+    if (!req) {
+        snprintf(err, errlen, "out of memory");
+        return RD_ENOMEM;
+    }
+    req[0] = "ASSIGN";
+    for (size_t i = 0; i <= n; i++)
+        req[i + 1] = o->args[i];
+    struct rd_resp_reply *r;
+    int rc = call(o, req, n + 2, &r, err, errlen);
+    free(req);
+    if (rc < 0) return rc;
+    if (r->type != RD_RESP_ARRAY || r->nelem != n) return unexpected(r, err, errlen);
+    bool empty = true;
+    for (size_t i = 0; i < n; i++) {
+        if (r->elem[i]->type == RD_RESP_NIL) continue;
+        if (!is_text(r->elem[i])) return unexpected(r, err, errlen);
+        empty = false;
+    }
+    if (empty) { /* only an empty ring answers nil, and then for every key */
+        rd_resp_reply_free(r);
+        snprintf(err, errlen, "ring is empty");
+        return RD_ENOENT;
+    }
+    if (o->json) fputc('[', stdout);
+    for (size_t i = 0; i < n; i++) {
+        const struct rd_resp_reply *m = r->elem[i];
+        if (!o->json) {
+            printf("%.*s\n", (int)m->len, m->str);
+            continue;
+        }
+        fputs(i ? ",{\"key\":" : "{\"key\":", stdout);
+        json_cstr(stdout, o->args[i + 1]);
+        fputs(",\"member\":", stdout);
+        json_str(stdout, m->str, m->len);
+        fputc('}', stdout);
+    }
+    if (o->json) fputs("]\n", stdout);
+    rd_resp_reply_free(r);
+    return flushed(err, errlen);
+}
+
 /* ============================================================ info, join, leave */
 
 /*
@@ -1081,6 +1146,7 @@ static const struct subcommand subcommands[] = {
     {"members", true, false,
      "ringd members [--status S] [--tag K=V] [--zone Z] [--json] [--socket PATH]"},
     {"owner", true, true, "ringd owner KEY [-n N] [--json] [--socket PATH]"},
+    {"assign", true, false, "ringd assign C KEY... [--json] [--socket PATH]"},
     {"info", true, false, "ringd info [--json] [--socket PATH]"},
     {"watch", true, false, "ringd watch [--json] [--socket PATH]"},
     {"join", false, false, "ringd join HOST:PORT [--socket PATH]"},
@@ -1123,6 +1189,7 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
         return usage_error(err, errlen, "--status, --tag and --zone are options of 'members' only");
     if (strcmp(sc->name, "members") == 0) return cmd_members(&o, err, errlen);
     if (strcmp(sc->name, "owner") == 0) return cmd_owner(&o, err, errlen);
+    if (strcmp(sc->name, "assign") == 0) return cmd_assign(&o, err, errlen);
     if (strcmp(sc->name, "info") == 0) return cmd_info(&o, err, errlen);
     if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o, err, errlen);
     if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1, err, errlen);

@@ -27,6 +27,8 @@ static void usage(FILE *out)
             "  agent      run the agent (see ringd agent --help)\n"
             "  members    list the members this agent knows\n"
             "  owner KEY  print the member owning KEY (-n N: N replicas)\n"
+            "  assign C KEY...\n"
+            "             print a member per key, the set under bounded loads (C: 1.25)\n"
             "  info       print this agent's view: counts, ring version and checksum\n"
             "  watch      the current state, then membership and ring changes\n"
             "  join ADDR  join a cluster through ADDR\n"

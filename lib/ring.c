@@ -929,6 +929,18 @@ int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len)
     return (int)ring->owner[point_index(ring, key_position(ring, key, len))];
 }
 
+long rd_ring_key_point(const struct rd_ring *ring, const void *key, size_t len)
+{
+    if (!ring || ring->npoints == 0) return -1;
+    return (long)point_index(ring, key_position(ring, key, len));
+}
+
+uint32_t rd_ring_point_member(const struct rd_ring *ring, size_t i)
+{
+    if (!ring || i >= ring->npoints) return UINT32_MAX;
+    return ring->owner[i];
+}
+
 static bool in_out(const uint32_t *out, size_t got, uint32_t m)
 {
     for (size_t k = 0; k < got; k++)

@@ -145,6 +145,16 @@ int rd_ring_owner_at(const struct rd_ring *ring, uint64_t pos);
 int rd_ring_owner(const struct rd_ring *ring, const void *key, size_t len);
 
 /**
+ * Points are indexed 0..rd_ring_point_count()-1 clockwise (by ascending position, ties by
+ * member index). Index of the point owning `key`, the one rd_ring_owner() answers from, so
+ * rd_ring_owner(r, k) == rd_ring_point_member(r, rd_ring_key_point(r, k)); -1 if the ring is
+ * empty. The next point clockwise is (i + 1) % rd_ring_point_count().
+ */
+long rd_ring_key_point(const struct rd_ring *ring, const void *key, size_t len);
+/** Member index of point `i` (see rd_ring_key_point()); UINT32_MAX for a bad index. */
+uint32_t rd_ring_point_member(const struct rd_ring *ring, size_t i);
+
+/**
  * The `n` replicas of `key`, owner first, written as member indexes to out[0..]. Returns how
  * many were written: min(n, member count); 0 for an empty ring.
  *

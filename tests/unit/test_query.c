@@ -32,6 +32,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "assign.h"
 #include "dns.h"
 #include "query.h"
 #include "rd_err.h"
@@ -363,6 +364,9 @@ static int client_as(struct fixture *f, uid_t uid, gid_t gid)
 
 /* ------------------------------------------------------------------ tests */
 
+/* ASSIGN's answer to a c it cannot read. */
+#define ASSIGN_BAD_C "-ERR c must be a number above 1 and at most 1000, with at most 3 decimals\r\n"
+
 static void test_query_answers_a_pipelined_batch_in_order(void **state)
 {
     struct fixture *f = *state;
@@ -389,8 +393,8 @@ static void test_query_empty_ring_answers_nil(void **state)
     rd_ring_delete(f->agent.ring);
     f->agent.ring = ring_of(NULL, 0);
     int fd = client(f);
-    expect_reply(f, fd, "OWNER k\r\nMOWNER a b\r\nOWNERS k 3\r\n",
-                 "$-1\r\n*2\r\n$-1\r\n$-1\r\n*0\r\n");
+    expect_reply(f, fd, "OWNER k\r\nMOWNER a b\r\nOWNERS k 3\r\nASSIGN 1.25 a b a\r\n",
+                 "$-1\r\n*2\r\n$-1\r\n$-1\r\n*0\r\n*3\r\n$-1\r\n$-1\r\n$-1\r\n");
     close(fd);
 }
 
@@ -423,6 +427,70 @@ static void test_query_errors_keep_the_connection(void **state)
                  "-ERR n must be an integer from 0 to 1000000\r\n"
                  "-ERR cannot join bad: expected HOST:PORT\r\n"
                  "+PONG\r\n");
+    close(fd);
+}
+
+/* ASSIGN c key...: as a multibulk request of `n` keys "key:<i>" (i from `first`). */
+static char *assign_request(const char *c, size_t first, size_t n)
+{
+    size_t cap = 64 + n * 40;
+    char *req = malloc(cap);
+    assert_non_null(req);
+    size_t len =
+        (size_t)snprintf(req, cap, "*%zu\r\n$6\r\nASSIGN\r\n$%zu\r\n%s\r\n", n + 2, strlen(c), c);
+    for (size_t i = 0; i < n; i++) {
+        char key[24];
+        int klen = snprintf(key, sizeof key, "key:%zu", first + i);
+        len += (size_t)snprintf(req + len, cap - len, "$%d\r\n%s\r\n", klen, key);
+    }
+    return req;
+}
+
+/* ASSIGN answers what lib/assign.h computes for the same set, in the order sent, up to the
+ * key limit; one key more, a bad c or too few words are -ERR on a connection that goes on. */
+static void test_query_assign_answers_the_set_and_refuses_bad_input(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    static const size_t counts[] = {1, 7, 300, RD_QUERY_ASSIGN_KEYS_MAX};
+    for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+        size_t n = counts[t];
+        char *req = assign_request("1.1", 5, n);
+        struct rd_assign_key *keys = calloc(n, sizeof *keys);
+        char(*text)[24] = calloc(n, sizeof *text);
+        int *out = calloc(n, sizeof *out);
+        for (size_t i = 0; i < n; i++)
+            keys[i] =
+                (struct rd_assign_key){text[i], (size_t)snprintf(text[i], 24, "key:%zu", 5 + i)};
+        assert_int_equal(rd_assign(f->agent.ring, 1100, keys, n, out), 0);
+        char *want = malloc(32 + n * 16);
+        size_t len = (size_t)sprintf(want, "*%zu\r\n", n);
+        for (size_t i = 0; i < n; i++)
+            len += (size_t)sprintf(want + len, "$2\r\n%s\r\n",
+                                   rd_ring_member_name(f->agent.ring, (size_t)out[i]));
+        print_message("%zu keys\n", n);
+        expect_reply(f, fd, req, want);
+        free(req);
+        free(keys);
+        free(text);
+        free(out);
+        free(want);
+    }
+    char *over = assign_request("1.1", 0, RD_QUERY_ASSIGN_KEYS_MAX + 1);
+    expect_reply(f, fd, over, "-ERR too many keys (at most 4000)\r\n");
+    free(over);
+    static const char *const bad_c[] = {"1",   "0.5", "abc", "1.1x",   "99999999999999999999999",
+                                        "1.0", "1e3", "-2",  "1.0001", "1000.001",
+                                        ""};
+    for (size_t i = 0; i < sizeof bad_c / sizeof bad_c[0]; i++) {
+        char *req = assign_request(bad_c[i], 0, 2);
+        print_message("c '%s'\n", bad_c[i]);
+        expect_reply(f, fd, req, ASSIGN_BAD_C);
+        free(req);
+    }
+    expect_reply(f, fd, "ASSIGN 2\r\nASSIGN\r\nPING\r\n",
+                 "-ERR wrong number of arguments for 'assign'\r\n"
+                 "-ERR wrong number of arguments for 'assign'\r\n+PONG\r\n");
     close(fd);
 }
 
@@ -577,10 +645,12 @@ static void test_query_not_ready_refuses_placement_only(void **state)
     struct fixture *f = *state;
     f->agent.not_ready = true;
     int fd = client(f);
-    expect_reply(f, fd, "OWNER k\r\nOWNERS k 2\r\nMOWNER a b\r\nOWNER\r\nPING\r\n",
+    expect_reply(f, fd,
+                 "OWNER k\r\nOWNERS k 2\r\nMOWNER a b\r\nOWNER\r\nASSIGN 2 a b\r\n"
+                 "ASSIGN 1 a\r\nPING\r\n",
                  "-NOTREADY not joined yet\r\n-NOTREADY not joined yet\r\n"
                  "-NOTREADY not joined yet\r\n-ERR wrong number of arguments for 'owner'\r\n"
-                 "+PONG\r\n");
+                 "-NOTREADY not joined yet\r\n" ASSIGN_BAD_C "+PONG\r\n");
     struct got g = {.len = 0};
     say(fd, "INFO membership\r\n");
     hear_until(f, fd, &g, "\r\n\r\n");
@@ -1444,9 +1514,10 @@ static void test_query_command_describes_every_row_and_arity_is_enforced(void **
         const char *name;
         int64_t arity, first, last, step;
     } keys[] = {
-        {"owner", 2, 1, 1, 1},   {"mowner", -2, 1, -1, 1}, {"owners", 3, 1, 1, 1},
-        {"members", 1, 0, 0, 0}, {"hello", -1, 0, 0, 0},   {"client", -2, 0, 0, 0},
-        {"select", 2, 0, 0, 0},  {"command", -1, 0, 0, 0}, {"join", 2, 0, 0, 0},
+        {"owner", 2, 1, 1, 1},    {"mowner", -2, 1, -1, 1}, {"owners", 3, 1, 1, 1},
+        {"assign", -3, 2, -1, 1}, {"members", 1, 0, 0, 0},  {"hello", -1, 0, 0, 0},
+        {"client", -2, 0, 0, 0},  {"select", 2, 0, 0, 0},   {"command", -1, 0, 0, 0},
+        {"join", 2, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const struct rd_resp_reply *row = command_row(all, keys[i].name);
@@ -1849,6 +1920,7 @@ int main(void)
         T(test_query_empty_ring_answers_nil),
         T(test_query_owners_of_zero_is_an_empty_array),
         T(test_query_errors_keep_the_connection),
+        T(test_query_assign_answers_the_set_and_refuses_bad_input),
         T(test_query_members_lists_fields_in_pairs),
         T(test_query_info_formats_every_field_in_order),
         T(test_query_metrics_returns_the_host_text_and_counts_commands),
