@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "assign.h"
+#include "bench_util.h"
 #include "ring.h"
 
 #define MEMBERS    50
@@ -42,25 +43,6 @@ static const char *const method_name[NMETHODS] = {"MOWNER", "ASSIGN 1.1", "ASSIG
 static const size_t sizes[NSIZES] = {1000, 10000};
 
 static uint64_t sink;
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static double worst(const double *v, int n)
 {

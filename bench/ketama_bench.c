@@ -26,30 +26,12 @@
 
 #include <libmemcached/memcached.h>
 
+#include "bench_util.h"
 #include "ring.h"
 
 #define KEY_LEN    20
 #define MAX_RUNS   31
 #define MAX_SERVER 100
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static volatile uint64_t sink; /* keeps the lookups from being optimized away */
 

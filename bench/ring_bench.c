@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "ring.h"
 
 #define XXH_INLINE_ALL
@@ -30,25 +31,6 @@
 
 #define KEY_STRIDE 16 /* "key:" + up to 10 digits + NUL */
 #define MAX_RUNS   101
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ---- the baseline: sorted points, binary search ------------------------------------------ */
 

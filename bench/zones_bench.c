@@ -26,31 +26,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "ring.h"
 
 #define REPLICAS  3
 #define MAX_N     256
 #define KEY_BYTES 24
 #define MAX_RUNS  101
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* A member list with its own strings: member k is "m<id>" in zone "z<zone>" (or none). */
 struct cluster {
