@@ -96,5 +96,13 @@ for n in b0 b1 b2; do
   check "$n: OWNER WITHCHECKSUM's checksum is RING's and INFO's" checksums_match $n
 done
 
+ringd_ring_prints() {
+  out=$("$RINGD" ring --socket "$DIR/b0.sock") || return 1
+  echo "$out" | sed 's/^/# /'
+  [ "$(echo "$out" | sed -n 1p)" = "spec 1 mode ringd vnodes 64 version $(info b0 ring_version) checksum $(info b0 ring_checksum) points 153" ] &&
+    echo "$out" | grep -qx "b1       0.024  -         b1"
+}
+check "ringd ring prints the definition readably" ringd_ring_prints
+
 no_sanitizer_reports
 finish
