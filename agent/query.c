@@ -515,15 +515,69 @@ static bool refuse_not_ready(struct qconn *c)
     return true;
 }
 
+static void reply_int(struct qconn *c, int64_t n);
+
+/* A ring checksum as INFO writes it: 16 lowercase hex digits. */
+static void reply_checksum(struct qconn *c, const struct rd_ring *ring)
+{
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016" PRIx64, rd_ring_checksum(ring));
+    conn_rc(c, rd_resp_write_bulk(&c->pend, sum, 16));
+}
+
+/* OWNER key [WITHCHECKSUM]: with the option, [owner, checksum] from the one snapshot, so an
+ * application that compares the checksum with one it read before sees whether the ring
+ * changed in between. */
 static void cmd_owner(struct qconn *c, const struct rd_resp_request *r)
 {
-    if (r->argc != 2) {
+    if (r->argc < 2 || r->argc > 3) {
         reply_wrong_arity(c, "owner");
+        return;
+    }
+    bool with_checksum = r->argc == 3;
+    if (with_checksum && !arg_is(&r->argv[2], "WITHCHECKSUM")) {
+        reply_error(c, "ERR syntax error");
         return;
     }
     if (refuse_not_ready(c)) return;
     const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
-    reply_name(c, ring, rd_ring_owner(ring, r->argv[1].ptr, r->argv[1].len));
+    int idx = rd_ring_owner(ring, r->argv[1].ptr, r->argv[1].len);
+    if (with_checksum) conn_rc(c, rd_resp_write_array(&c->pend, 2));
+    reply_name(c, ring, idx);
+    if (with_checksum) reply_checksum(c, ring);
+}
+
+/*
+ * RING: the definition of the current ring snapshot, enough to rebuild it and prove it by
+ * the checksum (proto/PROTOCOL.md, "Ring definition (RING)"): spec, mode, vnodes, version,
+ * checksum, points, then one [name, weight, zone, identity] per member in name order.
+ * Mode, vnodes and the members are the snapshot's own, not the parameters in force, so the
+ * reply describes the ring that answers OWNER even while a rebuild is pending.
+ */
+static void cmd_ring(struct qconn *c, const struct rd_resp_request *r)
+{
+    (void)r;
+    if (refuse_not_ready(c)) return;
+    const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
+    struct rd_query_status st;
+    c->q->host.status(c->q->host.ctx, &st);
+    const char *mode = rd_ring_mode_name(rd_ring_mode(ring));
+    size_t n = rd_ring_member_count(ring);
+    conn_rc(c, rd_resp_write_array(&c->pend, 7));
+    reply_int(c, RD_RING_SPEC);
+    reply_cstr(c, mode ? mode : "unknown");
+    reply_int(c, rd_ring_vnodes(ring));
+    reply_int(c, (int64_t)st.ring_version);
+    reply_checksum(c, ring);
+    reply_int(c, (int64_t)rd_ring_point_count(ring));
+    conn_rc(c, rd_resp_write_array(&c->pend, n));
+    for (size_t i = 0; i < n; i++) {
+        conn_rc(c, rd_resp_write_array(&c->pend, 4));
+        reply_cstr(c, rd_ring_member_name(ring, i));
+        reply_int(c, rd_ring_member_weight(ring, i));
+        reply_cstr(c, rd_ring_member_zone(ring, i));
+        reply_cstr(c, rd_ring_member_identity(ring, i));
+    }
 }
 
 static void cmd_owners(struct qconn *c, const struct rd_resp_request *r)
@@ -817,7 +871,6 @@ static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
                    "members ring for events");
 }
 
-static void reply_int(struct qconn *c, int64_t n);
 static void command_name(const struct command *row, const struct command *parent, char *out,
                          size_t cap);
 
@@ -1969,8 +2022,9 @@ static const struct command command_commands[] = {
 #define SUBS(t) t, sizeof t / sizeof t[0]
 
 static const struct command commands[] = {
-    {"OWNER", cmd_owner, false, 2, "readonly fast", 1, 1, 1, "@read @fast", "ring",
-     "Returns the member that owns a key", "key:key", NULL, 0},
+    {"OWNER", cmd_owner, false, -2, "readonly fast", 1, 1, 1, "@read @fast", "ring",
+     "Returns the member that owns a key; WITHCHECKSUM: with the ring's checksum",
+     "key:key withchecksum:pure-token:optional", NULL, 0},
     {"MOWNER", cmd_mowner, false, -2, "readonly fast", 1, -1, 1, "@read @fast", "ring",
      "Returns the owner of each key", "key:key:multiple", NULL, 0},
     {"OWNERS", cmd_owners, false, 3, "readonly fast", 1, 1, 1, "@read @fast", "ring",
@@ -1981,6 +2035,8 @@ static const struct command commands[] = {
      "c:double key:key:multiple", NULL, 0},
     {"PING", cmd_ping, false, -1, "fast", 0, 0, 0, "@fast @connection", "connection",
      "Returns PONG, or the message", "message:string:optional", NULL, 0},
+    {"RING", cmd_ring, false, 1, "readonly", 0, 0, 0, "@read @slow", "ring",
+     "Returns the ring's definition: parameters, checksum and members", "", NULL, 0},
     {"MEMBERS", cmd_members, false, 1, "readonly", 0, 0, 0, "@read @slow", "membership",
      "Lists every member the agent knows, with its fields", "", NULL, 0},
     {"INFO", cmd_info, false, -1, "loading stale", 0, 0, 0, "@slow", "server",

@@ -21,6 +21,7 @@
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,9 @@ static void client_usage(void)
            "                           ceil(C x keys x its weight share); C above 1, at most\n"
            "                           3 decimals (1.25); at most 4000 keys. An empty ring\n"
            "                           prints nothing, says so on stderr and exits 1\n"
+           "  ring                     the ring's definition: spec, mode, vnodes, version,\n"
+           "                           checksum and points, then each member's weight (as\n"
+           "                           placed), zone and identity, in name order\n"
            "  info [--json]            this agent's view, one field:value per line\n"
            "  watch [--json]           the state it joins in (ring version, checksum and\n"
            "                           points, every member), then one line per membership or\n"
@@ -761,6 +765,45 @@ static int cmd_assign(const struct opts *o, char *err, size_t errlen)
     return flushed(err, errlen);
 }
 
+/* ============================================================ ring */
+
+/* RING, readably: one line of the parameters, then a table of the members. */
+static int cmd_ring(const struct opts *o, char *err, size_t errlen)
+{
+    if (o->nargs > 0)
+        return usage_error(err, errlen, "ring takes no arguments, got '%s'", o->args[0]);
+    const char *req[] = {"RING"};
+    struct rd_resp_reply *r;
+    int rc = call(o, req, 1, &r, err, errlen);
+    if (rc < 0) return rc;
+    if (r->type != RD_RESP_ARRAY || r->nelem != 7 || !is_text(r->elem[1]) || !is_text(r->elem[4]) ||
+        r->elem[6]->type != RD_RESP_ARRAY)
+        return unexpected(r, err, errlen);
+    const struct rd_resp_reply *ms = r->elem[6];
+    for (size_t i = 0; i < ms->nelem; i++) {
+        const struct rd_resp_reply *m = ms->elem[i];
+        if (m->type != RD_RESP_ARRAY || m->nelem != 4 || !is_text(m->elem[0]) ||
+            m->elem[1]->type != RD_RESP_INTEGER || !is_text(m->elem[2]) || !is_text(m->elem[3]))
+            return unexpected(r, err, errlen);
+    }
+    printf("spec %" PRId64 " mode %s vnodes %" PRId64 " version %" PRId64
+           " checksum %s points %" PRId64 "\n",
+           r->elem[0]->integer, r->elem[1]->str, r->elem[2]->integer, r->elem[3]->integer,
+           r->elem[4]->str, r->elem[5]->integer);
+    int w = 4;
+    for (size_t i = 0; i < ms->nelem; i++)
+        if ((int)ms->elem[i]->elem[0]->len > w) w = (int)ms->elem[i]->elem[0]->len;
+    printf("%-*s  %8s  %-8s  %s\n", w, "NAME", "WEIGHT", "ZONE", "IDENTITY");
+    for (size_t i = 0; i < ms->nelem; i++) {
+        struct rd_resp_reply **m = ms->elem[i]->elem;
+        int64_t weight = m[1]->integer;
+        printf("%-*s  %4" PRId64 ".%03" PRId64 "  %-8s  %s\n", w, m[0]->str, weight / 1000,
+               weight % 1000, m[2]->str[0] ? m[2]->str : "-", m[3]->str);
+    }
+    rd_resp_reply_free(r);
+    return flushed(err, errlen);
+}
+
 /* ============================================================ info, join, leave */
 
 /*
@@ -1147,6 +1190,7 @@ static const struct subcommand subcommands[] = {
      "ringd members [--status S] [--tag K=V] [--zone Z] [--json] [--socket PATH]"},
     {"owner", true, true, "ringd owner KEY [-n N] [--json] [--socket PATH]"},
     {"assign", true, false, "ringd assign C KEY... [--json] [--socket PATH]"},
+    {"ring", false, false, "ringd ring [--socket PATH]"},
     {"info", true, false, "ringd info [--json] [--socket PATH]"},
     {"watch", true, false, "ringd watch [--json] [--socket PATH]"},
     {"join", false, false, "ringd join HOST:PORT [--socket PATH]"},
@@ -1190,6 +1234,7 @@ int rd_client_run(int argc, char **argv, char *err, size_t errlen)
     if (strcmp(sc->name, "members") == 0) return cmd_members(&o, err, errlen);
     if (strcmp(sc->name, "owner") == 0) return cmd_owner(&o, err, errlen);
     if (strcmp(sc->name, "assign") == 0) return cmd_assign(&o, err, errlen);
+    if (strcmp(sc->name, "ring") == 0) return cmd_ring(&o, err, errlen);
     if (strcmp(sc->name, "info") == 0) return cmd_info(&o, err, errlen);
     if (strcmp(sc->name, "watch") == 0) return cmd_watch(&o, err, errlen);
     if (strcmp(sc->name, "join") == 0) return cmd_simple(&o, "join", "JOIN", 1, err, errlen);

@@ -3,7 +3,7 @@
 # Idempotent and quiet: packages already present are not fetched again.
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libmsgpack-dev libxxhash-dev libinih-dev libsodium-dev libc-ares-dev
-      libcmocka-dev libhiredis-dev redis-tools redis-server python3 python3-redis procps iproute2 nftables
+      libcmocka-dev libhiredis-dev redis-tools redis-server python3 python3-redis python3-xxhash procps iproute2 nftables
       netcat-openbsd dnsmasq-base serf clang libclang-rt-14-dev clang-format
       help2man systemd prometheus curl buildah umoci yamllint nettle-dev libmemcached-dev"
 # node and npm check the Kubernetes manifests (deploy/kubernetes/check) and run the Node.js

@@ -1255,6 +1255,149 @@ static struct rd_resp_reply *hear_reply(struct fixture *f, int fd, struct got *g
     return reply;
 }
 
+/* A ring with every part of a definition: fractional weights, a zone, an identity. */
+static struct rd_ring *ring_defined(void)
+{
+    struct rd_ring_member m[] = {
+        {.name = "web-2", .weight = 250, .identity = "10.0.0.2:11211"},
+        {.name = "web-1", .weight = 1500, .zone = "eu-1a"},
+        {.name = "web-10", .weight = RD_WEIGHT_ONE},
+    };
+    struct rd_ring *r;
+    assert_int_equal(rd_ring_new(m, 3, 64, &r), 0);
+    return r;
+}
+
+/* RING writes the snapshot's definition in the documented order, members in name order
+ * with their weight, zone ("" for none) and identity (the name for none). */
+static void test_query_ring_returns_the_definition(void **state)
+{
+    struct fixture *f = *state;
+    rd_ring_delete(f->agent.ring);
+    f->agent.ring = ring_defined();
+    int fd = client(f);
+    char want[1024];
+    /* 64 points at 1.5 → 96, at 1.0 → 64, at 0.25 → 16 */
+    snprintf(want, sizeof want,
+             "*7\r\n:1\r\n$5\r\nringd\r\n:64\r\n:3\r\n$16\r\n%016" PRIx64 "\r\n:176\r\n*3\r\n"
+             "*4\r\n$5\r\nweb-1\r\n:1500\r\n$5\r\neu-1a\r\n$5\r\nweb-1\r\n"
+             "*4\r\n$6\r\nweb-10\r\n:1000\r\n$0\r\n\r\n$6\r\nweb-10\r\n"
+             "*4\r\n$5\r\nweb-2\r\n:250\r\n$0\r\n\r\n$14\r\n10.0.0.2:11211\r\n",
+             rd_ring_checksum(f->agent.ring));
+    expect_reply(f, fd, "RING\r\n", want);
+    /* lower case, and RESP3 changes nothing in it */
+    char want3[1200];
+    snprintf(want3, sizeof want3, "%s%s", HELLO3("1"), want);
+    expect_reply(f, fd, "HELLO 3\r\nring\r\n", want3);
+    close(fd);
+}
+
+/* What a client does with RING: rebuild the ring from the reply alone and find the same
+ * checksum and the same owners. */
+static void test_query_ring_rebuilds_to_the_same_checksum(void **state)
+{
+    struct fixture *f = *state;
+    rd_ring_delete(f->agent.ring);
+    f->agent.ring = ring_defined();
+    int fd = client(f);
+    struct got g = {.len = 0};
+    say(fd, "RING\r\n");
+    struct rd_resp_reply *r = hear_reply(f, fd, &g);
+    assert_int_equal(r->type, RD_RESP_ARRAY);
+    assert_int_equal(r->nelem, 7);
+    assert_int_equal(r->elem[0]->integer, RD_RING_SPEC);
+    assert_string_equal(r->elem[1]->str, "ringd");
+    const struct rd_resp_reply *ms = r->elem[6];
+    struct rd_ring_member m[8];
+    assert_true(ms->nelem <= 8);
+    for (size_t i = 0; i < ms->nelem; i++) {
+        const struct rd_resp_reply *e = ms->elem[i];
+        assert_int_equal(e->nelem, 4);
+        m[i] = (struct rd_ring_member){.name = e->elem[0]->str,
+                                       .weight = (uint32_t)e->elem[1]->integer,
+                                       .zone = e->elem[2]->str,
+                                       .identity = e->elem[3]->str};
+    }
+    struct rd_ring *copy;
+    assert_int_equal(rd_ring_new(m, ms->nelem, (uint32_t)r->elem[2]->integer, &copy), 0);
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016" PRIx64, rd_ring_checksum(copy));
+    assert_string_equal(sum, r->elem[4]->str);
+    assert_int_equal(rd_ring_point_count(copy), r->elem[5]->integer);
+    for (int k = 0; k < 1000; k++) {
+        char key[16];
+        int len = snprintf(key, sizeof key, "key-%d", k);
+        assert_string_equal(
+            rd_ring_member_name(copy, (size_t)rd_ring_owner(copy, key, (size_t)len)),
+            rd_ring_member_name(f->agent.ring,
+                                (size_t)rd_ring_owner(f->agent.ring, key, (size_t)len)));
+    }
+    rd_ring_delete(copy);
+    rd_resp_reply_free(r);
+    close(fd);
+}
+
+/* An empty ring: no members, checksum 0, no points; OWNER WITHCHECKSUM says nil with it. */
+static void test_query_ring_of_an_empty_ring(void **state)
+{
+    struct fixture *f = *state;
+    rd_ring_delete(f->agent.ring);
+    f->agent.ring = ring_of(NULL, 0);
+    int fd = client(f);
+    expect_reply(f, fd, "RING\r\nOWNER k WITHCHECKSUM\r\n",
+                 "*7\r\n:1\r\n$5\r\nringd\r\n:64\r\n:3\r\n$16\r\n0000000000000000\r\n:0\r\n*0\r\n"
+                 "*2\r\n$-1\r\n$16\r\n0000000000000000\r\n");
+    close(fd);
+}
+
+/* OWNER key WITHCHECKSUM: [owner, checksum] of one snapshot; the option in any case; any
+ * other third word is a syntax error and a fourth an arity error, as Redis words them; a
+ * ring swapped between two calls shows in the checksum. */
+static void test_query_owner_withchecksum(void **state)
+{
+    struct fixture *f = *state;
+    int fd = client(f);
+    char want[256], sum[17];
+    const char *owner =
+        rd_ring_member_name(f->agent.ring, (size_t)rd_ring_owner(f->agent.ring, "k", 1));
+    snprintf(sum, sizeof sum, "%016" PRIx64, rd_ring_checksum(f->agent.ring));
+    snprintf(want, sizeof want, "*2\r\n$2\r\n%s\r\n$16\r\n%s\r\n*2\r\n$2\r\n%s\r\n$16\r\n%s\r\n",
+             owner, sum, owner, sum);
+    expect_reply(f, fd, "OWNER k WITHCHECKSUM\r\nowner k withChecksum\r\n", want);
+    expect_reply(f, fd,
+                 "OWNER k WITH\r\nOWNER k WITHCHECKSUMS\r\nOWNER k WITHCHECKSUM x\r\n"
+                 "OWNER k WITHCHECKSUM WITHCHECKSUM\r\nRING x\r\nPING\r\n",
+                 "-ERR syntax error\r\n-ERR syntax error\r\n"
+                 "-ERR wrong number of arguments for 'owner'\r\n"
+                 "-ERR wrong number of arguments for 'owner'\r\n"
+                 "-ERR wrong number of arguments for 'ring'\r\n+PONG\r\n");
+    /* the ring changes: the same key now answers with another checksum */
+    rd_ring_delete(f->agent.ring);
+    f->agent.ring = ring_defined();
+    char sum2[17];
+    snprintf(sum2, sizeof sum2, "%016" PRIx64, rd_ring_checksum(f->agent.ring));
+    assert_string_not_equal(sum, sum2);
+    snprintf(
+        want, sizeof want, "*2\r\n$%zu\r\n%s\r\n$16\r\n%s\r\n",
+        strlen(rd_ring_member_name(f->agent.ring, (size_t)rd_ring_owner(f->agent.ring, "k", 1))),
+        rd_ring_member_name(f->agent.ring, (size_t)rd_ring_owner(f->agent.ring, "k", 1)), sum2);
+    expect_reply(f, fd, "OWNER k WITHCHECKSUM\r\n", want);
+    close(fd);
+}
+
+/* Before the agent is ready, RING and OWNER WITHCHECKSUM are refused as OWNER is; a
+ * malformed request still gets its own error. */
+static void test_query_ring_not_ready(void **state)
+{
+    struct fixture *f = *state;
+    f->agent.not_ready = true;
+    int fd = client(f);
+    expect_reply(f, fd, "RING\r\nOWNER k WITHCHECKSUM\r\nOWNER k NOPE\r\nRING a b\r\n",
+                 "-NOTREADY not joined yet\r\n-NOTREADY not joined yet\r\n"
+                 "-ERR syntax error\r\n-ERR wrong number of arguments for 'ring'\r\n");
+    close(fd);
+}
+
 static void test_query_hello_switches_the_connection_to_resp3(void **state)
 {
     struct fixture *f = *state;
@@ -1514,10 +1657,10 @@ static void test_query_command_describes_every_row_and_arity_is_enforced(void **
         const char *name;
         int64_t arity, first, last, step;
     } keys[] = {
-        {"owner", 2, 1, 1, 1},    {"mowner", -2, 1, -1, 1}, {"owners", 3, 1, 1, 1},
-        {"assign", -3, 2, -1, 1}, {"members", 1, 0, 0, 0},  {"hello", -1, 0, 0, 0},
-        {"client", -2, 0, 0, 0},  {"select", 2, 0, 0, 0},   {"command", -1, 0, 0, 0},
-        {"join", 2, 0, 0, 0},
+        {"owner", -2, 1, 1, 1},   {"mowner", -2, 1, -1, 1}, {"owners", 3, 1, 1, 1},
+        {"assign", -3, 2, -1, 1}, {"ring", 1, 0, 0, 0},     {"members", 1, 0, 0, 0},
+        {"hello", -1, 0, 0, 0},   {"client", -2, 0, 0, 0},  {"select", 2, 0, 0, 0},
+        {"command", -1, 0, 0, 0}, {"join", 2, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const struct rd_resp_reply *row = command_row(all, keys[i].name);
@@ -1596,7 +1739,7 @@ static void test_query_command_describes_every_row_and_arity_is_enforced(void **
     /* RESP3: sets and maps */
     expect_reply(
         f, fd, "HELLO 3\r\nCOMMAND INFO owner\r\nCOMMAND DOCS echo\r\n",
-        HELLO3("1") "*1\r\n*10\r\n$5\r\nowner\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+        HELLO3("1") "*1\r\n*10\r\n$5\r\nowner\r\n:-2\r\n~2\r\n+readonly\r\n+fast\r\n"
                     ":1\r\n:1\r\n:1\r\n~2\r\n+@read\r\n+@fast\r\n~0\r\n*1\r\n%3\r\n"
                     "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n%2\r\n"
                     "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n"
@@ -1960,6 +2103,11 @@ int main(void)
         T(test_query_subscriptions_show_in_client_list_and_reset_ends_them),
         T(test_query_subscribe_bounds),
         T(test_query_state_channel_starts_with_the_current_state),
+        T(test_query_ring_returns_the_definition),
+        T(test_query_ring_rebuilds_to_the_same_checksum),
+        T(test_query_ring_of_an_empty_ring),
+        T(test_query_owner_withchecksum),
+        T(test_query_ring_not_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
