@@ -564,6 +564,42 @@ static void cmd_mowner(struct qconn *c, const struct rd_resp_request *r)
         reply_name(c, ring, rd_ring_owner(ring, r->argv[i].ptr, r->argv[i].len));
 }
 
+static void reply_int(struct qconn *c, int64_t n);
+
+/* RING: the ring's definition, so a process can rebuild the same ring itself (spec, mode,
+ * vnodes, version, checksum, points, then each member in name order as [name, weight in
+ * thousandths, zone or "", identity]), all from one snapshot. */
+static void cmd_ring(struct qconn *c, const struct rd_resp_request *r)
+{
+    if (r->argc != 1) {
+        reply_wrong_arity(c, "ring");
+        return;
+    }
+    if (refuse_not_ready(c)) return;
+    const struct rd_ring *ring = c->q->host.ring(c->q->host.ctx);
+    struct rd_query_status st;
+    c->q->host.status(c->q->host.ctx, &st);
+    const char *mode = rd_ring_mode_name(rd_ring_mode(ring));
+    char sum[20];
+    snprintf(sum, sizeof sum, "%016" PRIx64, rd_ring_checksum(ring));
+    size_t n = rd_ring_member_count(ring);
+    conn_rc(c, rd_resp_write_array(&c->pend, 7));
+    reply_int(c, RD_RING_SPEC);
+    reply_cstr(c, mode ? mode : "");
+    reply_int(c, rd_ring_vnodes(ring));
+    reply_int(c, (int64_t)st.ring_version);
+    reply_cstr(c, sum);
+    reply_int(c, (int64_t)rd_ring_point_count(ring));
+    conn_rc(c, rd_resp_write_array(&c->pend, n));
+    for (size_t i = 0; i < n; i++) {
+        conn_rc(c, rd_resp_write_array(&c->pend, 4));
+        reply_cstr(c, rd_ring_member_name(ring, i));
+        reply_int(c, rd_ring_member_weight(ring, i));
+        reply_cstr(c, rd_ring_member_zone(ring, i));
+        reply_cstr(c, rd_ring_member_identity(ring, i));
+    }
+}
+
 static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
 {
     if (r->argc != 1) {
@@ -770,7 +806,6 @@ static void cmd_watch(struct qconn *c, const struct rd_resp_request *r)
                    "members ring for events");
 }
 
-static void reply_int(struct qconn *c, int64_t n);
 static void command_name(const struct command *row, const struct command *parent, char *out,
                          size_t cap);
 
@@ -1929,6 +1964,8 @@ static const struct command commands[] = {
     {"OWNERS", cmd_owners, false, 3, "readonly fast", 1, 1, 1, "@read @fast", "ring",
      "Returns the first n distinct members for a key: its owner, then its replicas",
      "key:key n:integer", NULL, 0},
+    {"RING", cmd_ring, false, 1, "readonly", 0, 0, 0, "@read @slow", "ring",
+     "Returns the ring's definition: parameters, checksum and members", "", NULL, 0},
     {"PING", cmd_ping, false, -1, "fast", 0, 0, 0, "@fast @connection", "connection",
      "Returns PONG, or the message", "message:string:optional", NULL, 0},
     {"MEMBERS", cmd_members, false, 1, "readonly", 0, 0, 0, "@read @slow", "membership",
