@@ -92,11 +92,11 @@ static void fake_serve(struct fake *f, int i, const char *in, size_t n)
     }
     for (const char *p = in; (p = memmem(p, n - (size_t)(p - in), "$4\r\nRING\r\n", 10)); p++) {
         if (atomic_load(&f->hold_ms) > 0) sleep_ms(atomic_load(&f->hold_ms));
+        atomic_fetch_add(&f->rings_served, 1); /* before the client can see the reply */
         pthread_mutex_lock(&f->mu);
         write_all(f->conns[i], f->reply, f->reply_len);
         bool drop = f->close_after;
         pthread_mutex_unlock(&f->mu);
-        atomic_fetch_add(&f->rings_served, 1);
         if (drop) {
             pthread_mutex_lock(&f->mu);
             fake_drop(f, i);
