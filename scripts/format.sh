@@ -16,7 +16,7 @@ if ! command -v clang-format >/dev/null; then
   exit 1
 fi
 # The project's own folders, not build directories (a checkout need not be a git clone).
-files=$(find lib proto agent cli tests bench -name '*.[ch]' | sort)
+files=$(find lib proto agent cli client tests bench -name '*.[ch]' | sort)
 if [ "$mode" = fix ]; then
   echo "$files" | xargs clang-format -i
   exit 0
