@@ -80,7 +80,11 @@ static const struct rd_swim *host_swim(void *ctx)
 static void host_status(void *ctx, struct rd_query_status *out)
 {
     (void)ctx;
-    *out = (struct rd_query_status){.uptime_s = 1, .vnodes = 64, .version = "fuzz"};
+    *out = (struct rd_query_status){
+        .uptime_s = 1,
+        .ring_params = {.spec = RD_RING_SPEC, .mode = RD_RING_MODE_RINGD, .vnodes = 64},
+        .ring_params_source = "default",
+        .version = "fuzz"};
 }
 
 static size_t host_keyring_list(void *ctx, char fps[RD_KEYRING_MAX][RD_KEY_FINGERPRINT_LEN + 1])
