@@ -20,10 +20,11 @@ Modes (PORT is an agent's gossip port on 127.0.0.1):
                       incarnation, then an ACK to every PING that asks for NAME there
   heavy PORT COUNT FIRSTPORT
                       COUNT members "forged-K" of weight 100.0, alive at 127.0.0.1:FIRSTPORT+K
-  hijack PORT COUNT FIRSTPORT SECONDS
+  hijack PORT[,PORT...] COUNT FIRSTPORT SECONDS
                       the ring hijack: COUNT members "fake-K" of weight 100.0 that really
-                      live at 127.0.0.1:FIRSTPORT+K for SECONDS, each announcing itself and
-                      answering every PING sent to it, so that they stay alive
+                      live at 127.0.0.1:FIRSTPORT+K for SECONDS, each announcing itself to
+                      every PORT and answering every PING sent to it, so that they stay
+                      alive (one process binds, announces and answers: no PING is missed)
   ping PORT TARGET    the smallest PING (19 bytes with a two-letter TARGET): prints the bytes
                       sent and the bytes that came back within 1 s
   pingreq PORT TARGET a PING_REQ asking the agent to probe TARGET at a socket of ours:
@@ -182,7 +183,8 @@ def mode_hijack(port, count, first, seconds):
         s.bind((HOST, first + k))
         s.setblocking(False)
         name = b"fake-%d" % k
-        s.sendto(packet(name, members=[member(name, first + k, 1, 0, 100000)]), (HOST, int(port)))
+        for p in str(port).split(","):
+            s.sendto(packet(name, members=[member(name, first + k, 1, 0, 100000)]), (HOST, int(p)))
         socks.append((name, s))
     pings = 0
     end = time.monotonic() + float(seconds)

@@ -23,8 +23,7 @@ check "every agent is ready" wait_ready 10 $names
 
 # The fakes announce themselves to every agent and answer pings for 15 s.
 FAKE0=$((PORT0 + 20))
-for p in "$PORT0" $((PORT0 + 1)); do $FORGER hijack "$p" 3 "$FAKE0" 0 >/dev/null; done
-$FORGER hijack $((PORT0 + 2)) 3 "$FAKE0" 15 >"$DIR/hijack.out" &
+$FORGER hijack "$PORT0,$((PORT0 + 1)),$((PORT0 + 2))" 3 "$FAKE0" 15 >"$DIR/hijack.out" &
 PIDS="$PIDS $!"
 six_alive() { for n in $names; do [ "$(info "$n" members_alive)" = 6 ] || return 1; done; }
 if t=$(wait_for 10 six_alive); then ok "the 3 fakes of weight 100 are alive on every agent after ${t} ms"
