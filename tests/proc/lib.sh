@@ -61,6 +61,17 @@ q() { name=$1; shift; redis-cli -s "$DIR/$name.sock" "$@" 2>/dev/null; }
 # info NAME FIELD
 info() { q "$1" INFO | tr -d '\r' | sed -n "s/^$2://p"; }
 
+# agreed N: every agent of $names sees N alive and the same ring checksum
+agreed() {
+  want=""
+  for n in $names; do
+    [ "$(info "$n" members_alive)" = "$1" ] || return 1
+    c=$(info "$n" ring_checksum)
+    [ -z "$want" ] && want=$c
+    [ "$c" = "$want" ] || return 1
+  done
+}
+
 # wait_for SECONDS CMD...: polls CMD every 0.1 s; prints the seconds it took
 wait_for() {
   limit=$1; shift

@@ -16,16 +16,6 @@ for i in $(seq 1 $((N - 1))); do
 done
 t_started=$(now_ms)
 
-# every agent sees N alive and the same ring checksum
-agreed() {
-  want=""
-  for n in $names; do
-    [ "$(info "$n" members_alive)" = "$1" ] || return 1
-    c=$(info "$n" ring_checksum)
-    [ -z "$want" ] && want=$c
-    [ "$c" = "$want" ] || return 1
-  done
-}
 # Timings come from the agents' own log lines, not from how fast this test can poll.
 if wait_for 30 agreed "$N" >/dev/null; then
   sum=$(info n0 ring_checksum)

@@ -104,16 +104,6 @@ for i in 1 2 3 4; do
   names="$names n$i"
 done
 
-# every agent of $names sees $1 alive and the same ring checksum
-agreed() {
-  want=""
-  for n in $names; do
-    [ "$(info "$n" members_alive)" = "$1" ] || return 1
-    c=$(info "$n" ring_checksum)
-    [ -z "$want" ] && want=$c
-    [ "$c" = "$want" ] || return 1
-  done
-}
 if t=$(wait_for 15 agreed 5); then ok "5 agents converge on ring checksum $(info n0 ring_checksum) after ${t} ms"
 else fail "5 agents did not converge within 15 s"; fi
 

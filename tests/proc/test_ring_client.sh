@@ -16,15 +16,6 @@ start a1 "$PORT0" || exit 1
 start a2 $((PORT0 + 1)) --join "127.0.0.1:$PORT0" || exit 1
 start a3 $((PORT0 + 2)) --join "127.0.0.1:$PORT0" || exit 1
 names="a1 a2 a3"
-agreed() {
-  want=""
-  for n in $names; do
-    [ "$(info "$n" members_alive)" = "$1" ] || return 1
-    c=$(info "$n" ring_checksum)
-    [ -z "$want" ] && want=$c
-    [ "$c" = "$want" ] || return 1
-  done
-}
 if t=$(wait_for 15 agreed 3); then ok "3 agents converge after ${t} ms"; else fail "3 agents did not converge"; fi
 check "every agent is ready" wait_ready 10 $names
 check "RING's checksum is INFO's" \

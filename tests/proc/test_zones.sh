@@ -113,16 +113,6 @@ add() {
   echo "$name $zone" >>"$DIR/zones"
 }
 
-# every agent of $names sees $1 alive and the same ring checksum
-agreed() {
-  want=""
-  for n in $names; do
-    [ "$(info "$n" members_alive)" = "$1" ] || return 1
-    c=$(info "$n" ring_checksum)
-    [ -z "$want" ] && want=$c
-    [ "$c" = "$want" ] || return 1
-  done
-}
 # ask_all PREFIX: every agent's OWNERS answers into $DIR/PREFIX.NAME, over redis-cli
 ask_all() {
   for n in $names; do
