@@ -29,6 +29,7 @@ static void usage(FILE *out)
             "  owner KEY  print the member owning KEY (-n N: N replicas)\n"
             "  assign C KEY...\n"
             "             print a member per key, the set under bounded loads (C: 1.25)\n"
+            "  ring       print the ring's definition: parameters, checksum, members\n"
             "  info       print this agent's view: counts, ring version and checksum\n"
             "  watch      the current state, then membership and ring changes\n"
             "  join ADDR  join a cluster through ADDR\n"
