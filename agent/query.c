@@ -601,7 +601,9 @@ static void cmd_owners(struct qconn *c, const struct rd_resp_request *r)
     }
     if (n > members) n = members;
     size_t got = rd_ring_owners(ring, r->argv[1].ptr, r->argv[1].len, n, c->q->owners);
-    if (got < n) { /* a zone-aware walk whose counters found no memory */
+    /* Fewer than n is an answer: a ketama ring can give a member no point, and no walk meets
+     * it. None at all from a ring with points is a zone-aware walk that found no memory. */
+    if (got == 0 && n > 0) {
         reply_error(c, "ERR out of memory");
         return;
     }

@@ -416,6 +416,22 @@ static void test_query_owners_of_zero_is_an_empty_array(void **state)
     close(fd);
 }
 
+/* A ketama ring can give a member no point: OWNERS answers the members that have some. */
+static void test_query_owners_skips_a_ketama_member_without_points(void **state)
+{
+    struct fixture *f = *state;
+    rd_ring_delete(f->agent.ring);
+    struct rd_ring_member m[] = {
+        {"n1", 100 * RD_WEIGHT_ONE, NULL, NULL},
+        {"n2", 1 * RD_WEIGHT_ONE, NULL, NULL},
+    };
+    assert_int_equal(rd_ring_new_ketama(m, 2, &f->agent.ring), 0);
+    assert_int_equal(rd_ring_member_points(f->agent.ring, 1), 0);
+    int fd = client(f);
+    expect_reply(f, fd, "OWNERS k 2\r\nPING\r\n", "*1\r\n$2\r\nn1\r\n+PONG\r\n");
+    close(fd);
+}
+
 static void test_query_errors_keep_the_connection(void **state)
 {
     struct fixture *f = *state;
@@ -2062,6 +2078,7 @@ int main(void)
         T(test_query_runtime_changes_are_admin_only),
         T(test_query_empty_ring_answers_nil),
         T(test_query_owners_of_zero_is_an_empty_array),
+        T(test_query_owners_skips_a_ketama_member_without_points),
         T(test_query_errors_keep_the_connection),
         T(test_query_assign_answers_the_set_and_refuses_bad_input),
         T(test_query_members_lists_fields_in_pairs),
