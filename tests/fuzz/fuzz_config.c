@@ -53,7 +53,8 @@ static void check_usable(const struct rd_agent_config *c)
         check(c->joins[i][0] && text_fits(c->joins[i], sizeof c->joins[i], RD_HOSTPORT_MAX));
     check(c->socket_path[0] && text_fits(c->socket_path, sizeof c->socket_path, 107));
     check(c->socket_mode <= 0777);
-    check(c->vnodes >= 1 && c->vnodes <= RD_RING_VNODES_MAX);
+    /* 0 until the options are finished: the cluster's, or the default (agent/config.c) */
+    check(c->vnodes <= RD_RING_VNODES_MAX);
     check(c->weight >= 1 && c->weight <= RD_WEIGHT_MAX);
     check(rd_zone_valid(c->zone, strlen(c->zone)));
     check(text_fits(c->tags, sizeof c->tags, RD_TAGS_MAX));
