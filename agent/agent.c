@@ -189,25 +189,6 @@ static bool in_ring(uint8_t status)
     return status == RD_ALIVE || status == RD_SUSPECT;
 }
 
-/* The value of tag `key` in a "k=v,k=v" string, copied into out (cap bytes); false if absent. */
-static bool tag_value(const char *tags, const char *key, char *out, size_t cap)
-{
-    size_t klen = strlen(key);
-    for (const char *p = tags; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > klen && p[klen] == '=' && memcmp(p, key, klen) == 0) {
-            size_t vlen = len - klen - 1;
-            if (vlen >= cap) return false;
-            memcpy(out, p + klen + 1, vlen);
-            out[vlen] = '\0';
-            return true;
-        }
-        p += len + (end ? 1 : 0);
-    }
-    return false;
-}
-
 /* A ring of the agreed mode: ringd's with the agreed vnodes, or libmemcached's ketama. */
 static int build_ring(const struct rd_agent *a, const struct rd_ring_member *rm, size_t n,
                       struct rd_ring **out)
@@ -253,7 +234,7 @@ static void rebuild_ring(struct rd_agent *a)
                 unwhole = m->name;
                 continue;
             }
-            if (tag_value(m->tags, "ketama", ids[n], sizeof ids[n])) identity = ids[n];
+            if (rd_tags_get(m->tags, "ketama", ids[n], sizeof ids[n])) identity = ids[n];
         }
         rm[n++] = (struct rd_ring_member){
             .name = m->name, .weight = w, .zone = m->zone, .identity = identity};
@@ -433,6 +414,14 @@ static void on_leave_timeout(uv_timer_t *t)
     finish_leave(a);
 }
 
+/* Stops the loop with exit code rc: the agent cannot go on (its reason is already logged). */
+static void stop_now(struct rd_agent *a, int rc)
+{
+    a->exit_rc = rc;
+    a->left = true;
+    uv_stop(a->loop);
+}
+
 static void flush(struct rd_agent *a)
 {
     uint64_t now = now_ms();
@@ -494,9 +483,7 @@ static void flush(struct rd_agent *a)
         rd_logf(RD_LOG_ERROR, "name already in use: stopping", RD_FSTR("member", namesake->name),
                 RD_FSTR("other_addr", rd_addr_format(&namesake->addr, theirs, sizeof theirs)),
                 RD_FSTR("hint", "give this agent another --name"));
-        a->exit_rc = RD_EEXIST;
-        a->left = true;
-        uv_stop(a->loop);
+        stop_now(a, RD_EEXIST);
         return;
     }
     if (a->leaving && rd_swim_leave_done(a->swim)) {
@@ -523,9 +510,7 @@ static void on_ring_params(void *ctx, enum rd_ring_verdict v, const struct rd_ri
         rd_logf(RD_LOG_ERROR, "cannot adopt the cluster's ketama ring: stopping",
                 RD_FSTR("cluster", cluster), RD_FSTR("from", from), RD_FSTR("error", why));
         notify(a, "STATUS=the cluster's ketama ring needs whole weights: stopping");
-        a->exit_rc = RD_EINVAL;
-        a->left = true;
-        uv_stop(a->loop);
+        stop_now(a, RD_EINVAL);
         return;
     }
     if (v == RD_RING_ADOPT) {
@@ -542,9 +527,7 @@ static void on_ring_params(void *ctx, enum rd_ring_verdict v, const struct rd_ri
             RD_FSTR("hint",
                     "start every agent with the same --vnodes and --ring, or leave them unset"));
     notify(a, "STATUS=ring parameters differ from the cluster's: stopping");
-    a->exit_rc = RD_EINVAL;
-    a->left = true;
-    uv_stop(a->loop);
+    stop_now(a, RD_EINVAL);
 }
 
 /* A sync merged a peer's state or failed: send what the core wants sent now. */
@@ -609,9 +592,7 @@ static void on_join_timeout(uv_timer_t *t)
             RD_FUINT("attempts_failed", a->join_failures),
             RD_FSTR("last_error", a->join_last_error[0] ? a->join_last_error : "none"));
     notify(a, "STATUS=no seed answered: giving up");
-    a->exit_rc = RD_EREFUSED;
-    a->left = true;
-    uv_stop(a->loop);
+    stop_now(a, RD_EREFUSED);
 }
 
 static void udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)

@@ -103,6 +103,24 @@ int rd_tags_del(char *tags, const char *key)
     return 0;
 }
 
+bool rd_tags_get(const char *tags, const char *key, char *out, size_t cap)
+{
+    size_t klen = strlen(key);
+    for (const char *p = tags; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > klen && p[klen] == '=' && memcmp(p, key, klen) == 0) {
+            size_t vlen = len - klen - 1;
+            if (vlen >= cap) return false;
+            memcpy(out, p + klen + 1, vlen);
+            out[vlen] = '\0';
+            return true;
+        }
+        p += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
 bool rd_member_valid(const struct rd_member *m)
 {
     size_t n = strnlen(m->name, sizeof m->name);

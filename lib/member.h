@@ -70,6 +70,9 @@ bool rd_tags_valid(const char *s, size_t len);
 int rd_tags_set(char *tags, const char *key, const char *value);
 /** Removes tag `key` from `tags`. Returns 0, or RD_ENOENT when there is no such tag. */
 int rd_tags_del(char *tags, const char *key);
+/** Copies the value of tag `key` in `tags` into out[0..cap); false if there is no such tag or
+ *  its value does not fit (out is then unchanged). */
+bool rd_tags_get(const char *tags, const char *key, char *out, size_t cap);
 /** True if the whole record is valid: name, zone, tags, status, weight, address family. */
 bool rd_member_valid(const struct rd_member *m);
 

@@ -79,6 +79,24 @@ static void test_weight_zero_is_a_valid_record(void **state)
     assert_false(rd_member_valid(&m));
 }
 
+/* A key matches whole: "ketama" is not "ketamax" nor "xketama"; a value too long for out is
+ * reported absent, and out is left alone. */
+static void test_get_finds_a_whole_key_and_refuses_a_value_too_long(void **state)
+{
+    (void)state;
+    const char *tags = "xketama=a,ketamax=b,ketama=10.0.0.1:11211,k=";
+    char out[32] = "untouched";
+    assert_true(rd_tags_get(tags, "ketama", out, sizeof out));
+    assert_string_equal(out, "10.0.0.1:11211");
+    assert_true(rd_tags_get(tags, "xketama", out, sizeof out));
+    assert_string_equal(out, "a");
+    assert_false(rd_tags_get(tags, "ket", out, sizeof out));
+    assert_false(rd_tags_get("", "ketama", out, sizeof out));
+    char small[8] = "same";
+    assert_false(rd_tags_get(tags, "ketama", small, sizeof small));
+    assert_string_equal(small, "same");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -87,6 +105,7 @@ int main(void)
         cmocka_unit_test(test_set_is_bounded_by_tags_max),
         cmocka_unit_test(test_del_removes_one_tag_and_keeps_the_order),
         cmocka_unit_test(test_weight_zero_is_a_valid_record),
+        cmocka_unit_test(test_get_finds_a_whole_key_and_refuses_a_value_too_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
