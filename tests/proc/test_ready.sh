@@ -72,7 +72,8 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
 c, _ = s.accept(); time.sleep(9)' "$SILENT" &
 PIDS="$PIDS $!"
-sleep 0.3
+listening() { ss -Hltn "sport = :$SILENT" | grep -q .; } # the interpreter may be slow to start
+wait_for 10 listening >/dev/null || fail "the silent listener did not start"
 t0=$(now_ms)
 "$RINGD" join "127.0.0.1:$SILENT" --socket "$DIR/b.sock" >"$DIR/silent.out" 2>&1 &
 joiner=$!
