@@ -1207,9 +1207,18 @@ static void run_relays(struct rd_swim *s, uint64_t now_ms)
     }
 }
 
+/* Adds `n` to the timer work counter. rd_swim_next_tick() counts too, through a const
+ * pointer: the counter is no part of the state it reads, and every core is a heap object
+ * from rd_swim_new(), never a const one, so the write is defined. */
+static void count_timer_steps(const struct rd_swim *s, uint64_t n)
+{
+    ((struct rd_swim *)s)->stats.timer_steps += n;
+}
+
 static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
     if (s->nstatus[RD_SUSPECT] == 0) return;
+    count_timer_steps(s, s->count - 1);
     for (uint32_t i = 1; i < s->count; i++) {
         if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspicion.deadline_ms)
             continue;
@@ -1265,6 +1274,7 @@ static void run_reconnect(struct rd_swim *s, uint64_t now_ms)
     uint32_t period = s->cfg.reconnect_interval_ms;
     s->next_reconnect_ms = now_ms + period / 2 + rd_rand_below(&s->rng, period + 1);
     size_t ndead = 0, known = 0, live = 0;
+    count_timer_steps(s, s->count);
     for (size_t i = 0; i < s->count; i++) {
         ndead += s->members[i].status == RD_DEAD;
         known += s->members[i].status != RD_LEFT;
@@ -1272,7 +1282,7 @@ static void run_reconnect(struct rd_swim *s, uint64_t now_ms)
     }
     if (ndead > 0) {
         size_t pick = rd_rand_below(&s->rng, (uint32_t)ndead);
-        for (size_t i = 0; i < s->count; i++)
+        for (size_t i = 0; i < s->count; i++, count_timer_steps(s, 1))
             if (s->members[i].status == RD_DEAD && pick-- == 0) {
                 queue_sync(s, &s->members[i].addr);
                 break;
@@ -1287,7 +1297,7 @@ static void run_reconnect(struct rd_swim *s, uint64_t now_ms)
 static void run_reaper(struct rd_swim *s, uint64_t now_ms)
 {
     s->next_reap_ms = UINT64_MAX;
-    for (uint32_t i = 1; i < s->count;) {
+    for (uint32_t i = 1; i < s->count; count_timer_steps(s, 1)) {
         uint8_t st = s->members[i].status;
         uint64_t expiry = s->meta[i].changed_ms + s->cfg.tombstone_ms;
         if ((st == RD_DEAD || st == RD_LEFT) && now_ms >= expiry) {
@@ -1337,7 +1347,7 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
     for (size_t k = 0; k < s->nrelays; k++)
         t = min_u64(t, s->relays[k].deadline_ms);
     if (s->conflict_probe_seq) t = min_u64(t, s->conflict_probe_deadline_ms);
-    for (uint32_t i = 1; i < s->count && s->nstatus[RD_SUSPECT] > 0; i++)
+    for (uint32_t i = 1; i < s->count && s->nstatus[RD_SUSPECT] > 0; i++, count_timer_steps(s, 1))
         if (s->members[i].status == RD_SUSPECT) t = min_u64(t, s->meta[i].suspicion.deadline_ms);
     return t;
 }

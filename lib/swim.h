@@ -92,6 +92,9 @@ struct rd_swim_stats {
     uint64_t replies_trimmed;      /**< PINGs from strangers answered with a bare ACK */
     uint64_t ping_reqs_refused;    /**< PING_REQs from strangers, not relayed */
     uint64_t namesakes_ignored;    /**< namesakes refused while we were established */
+    uint64_t timer_steps; /**< work of the member timers (suspicions, tombstones, reconnect)
+                               in rd_swim_tick and rd_swim_next_tick: member slots they
+                               visited, so tests can bound the cost of a wake-up */
 };
 
 /**
