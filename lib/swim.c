@@ -849,7 +849,8 @@ static uint64_t scaled(const struct rd_swim *s, uint32_t ms)
     return rd_health_scale(&s->health, ms);
 }
 
-/* Next member to probe: round-robin over a shuffled list, reshuffled every round. */
+/* Next member to probe: round-robin over a shuffled list, reshuffled every round. The
+ * reshuffle is O(N) once per N probes: O(1) per probe. */
 static int pick_probe_target(struct rd_swim *s)
 {
     for (int pass = 0; pass < 2; pass++) {

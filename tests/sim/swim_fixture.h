@@ -29,14 +29,9 @@ static inline struct rd_member swim_fixture_member(unsigned k, uint8_t status)
     return m;
 }
 
-/**
- * A core "self" that learns n1..n<n-1> alive from one sync at 0, leaves at 0 if `leave`
- * (then no probe, sync or reconnect touches the suspicions: only their deadlines end
- * them), and hears each of them suspected by n1 at the times above. No tick runs. NULL if
- * memory fails.
- */
-static inline struct rd_swim *swim_fixture_suspecting_all(const struct rd_swim_config *cfg,
-                                                          unsigned n, bool leave)
+/** A core "self" that learns n1..n<n-1> alive from n1 in one sync at 0. NULL if memory
+ *  fails. */
+static inline struct rd_swim *swim_fixture_alive(const struct rd_swim_config *cfg, unsigned n)
 {
     struct rd_member self = swim_fixture_member(0, RD_ALIVE);
     snprintf(self.name, sizeof self.name, "self");
@@ -54,6 +49,19 @@ static inline struct rd_swim *swim_fixture_suspecting_all(const struct rd_swim_c
     sync.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC};
     rd_swim_sync_recv(s, 0, &sync);
     free(batch);
+    return s;
+}
+
+/**
+ * swim_fixture_alive(), then, if `leave`, a leave at 0 (then no probe, sync or reconnect
+ * touches the suspicions: only their deadlines end them), and each of n1..n<n-1> heard
+ * suspected by n1 at the times above. No tick runs. NULL if memory fails.
+ */
+static inline struct rd_swim *swim_fixture_suspecting_all(const struct rd_swim_config *cfg,
+                                                          unsigned n, bool leave)
+{
+    struct rd_swim *s = swim_fixture_alive(cfg, n);
+    if (!s) return NULL;
     if (leave) rd_swim_leave(s, 0);
     struct rd_member n1 = swim_fixture_member(1, RD_ALIVE);
     for (unsigned k = 1; k < n; k++) {
