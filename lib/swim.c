@@ -19,8 +19,19 @@
  *   - The membership checksum and the counts per status are running tallies, updated
  *     in O(1) on every change, since probes carry the checksum, timeouts need N, and
  *     every membership log line prints the counts. rd_swim_check() recomputes them, the
- *     name index and the queue's links from the table; Debug and sanitizer builds run
- *     it (spread over calls, see "invariants") after every input.
+ *     name index, the queue's links and the timer heaps from the table; Debug and
+ *     sanitizer builds run it (spread over calls, see "invariants") after every input.
+ *   - Per-member timers cost O(log N) per expiry and O(1) per wake-up with nothing due,
+ *     never a pass over the table: under loss at N = 1,000 every member may be suspect,
+ *     and the caller asks rd_swim_next_tick() after every packet. Suspicion deadlines and
+ *     tombstone expiries are two min-heaps over member slots (deadlines.c), each slot's
+ *     heap position kept beside it, so a refutation, a confirmation, a status change and
+ *     a reaped slot's swap-remove each sift one entry; the next wake-up is the earlier top.
+ *     What expires in one tick is handled in slot order, the order of a walk over the
+ *     table. The dead members are also a Fenwick tree over slots (slotrank.c), so that
+ *     reconnecting picks the k-th dead member as a walk would, without one. The probe
+ *     list is the one O(N) structure: its reshuffle is one pass per round of N probes, and
+ *     adding or forgetting a member moves it by one memmove.
  *   - Healing: a namesake at another address is probed by name and the younger stops;
  *     members sync with a random dead member's address now and then (and with the seeds
  *     while in a minority), so the halves of a healed partition find each other.
@@ -37,8 +48,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "deadlines.h"
 #include "rand.h"
 #include "rd_err.h"
+#include "slotrank.h"
 #include "suspicion.h"
 #include "txqueue.h"
 
@@ -56,7 +69,14 @@
 #define MISMATCH_SYNC_PERIODS 1
 
 /* The kinds of slot that rd_swim_check() verifies one by one (see "invariants"). */
-enum check_kind { CHECK_MEMBER, CHECK_INDEX, CHECK_QUEUE, CHECK_KINDS };
+enum check_kind {
+    CHECK_MEMBER,
+    CHECK_INDEX,
+    CHECK_QUEUE,
+    CHECK_SUSPICION,
+    CHECK_TOMBSTONE,
+    CHECK_KINDS
+};
 
 _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_NAME_MAX +
                        RD_ZONE_MAX + RD_TAGS_MAX + RD_NAME_MAX <=
@@ -111,12 +131,16 @@ struct rd_swim {
     uint32_t *index;  /* name hash table of (entry index + 1), 0 = empty */
     size_t index_cap; /* power of two, > 2 * cap */
 
-    struct rd_txqueue txq; /* records with sends due, by member slot */
+    struct rd_txqueue txq;          /* records with sends due, by member slot */
+    struct rd_deadlines suspicions; /* suspects, by suspicion deadline */
+    struct rd_deadlines tombstones; /* dead and left members but us, by time to forget */
+    struct rd_slotrank dead;        /* dead members, for picking one at random */
+    uint32_t *due;                  /* [cap] scratch: slots whose deadline came */
 
     uint32_t *probe_order; /* shuffled entry indexes; rebuilt when exhausted */
     size_t probe_len, probe_pos;
     struct probe probe;
-    uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms, next_reconnect_ms;
+    uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reconnect_ms;
     uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
     uint64_t incarnation_high;  /* the highest incarnation our table has held, of anyone */
     bool conflict;              /* a namesake older than us is alive elsewhere */
@@ -216,6 +240,7 @@ static void tally(struct rd_swim *s, uint32_t i, int sign)
 {
     const struct rd_member *m = &s->members[i];
     s->nstatus[m->status & 3] += (size_t)(ptrdiff_t)sign;
+    if (m->status == RD_DEAD) rd_slotrank_put(&s->dead, i, sign > 0);
     if (sign > 0 && m->incarnation > s->incarnation_high) s->incarnation_high = m->incarnation;
     if (!in_ring(m->status)) return;
     s->nlive += (size_t)(ptrdiff_t)sign;
@@ -363,7 +388,12 @@ static int grow_table(struct rd_swim *s)
     uint32_t *o = realloc(s->probe_order, cap * sizeof *o);
     if (!o) return RD_ENOMEM;
     s->probe_order = o;
-    if (rd_txqueue_grow(&s->txq, cap) < 0) return RD_ENOMEM;
+    if (rd_txqueue_grow(&s->txq, cap) < 0 || rd_deadlines_grow(&s->suspicions, cap) < 0 ||
+        rd_deadlines_grow(&s->tombstones, cap) < 0 || rd_slotrank_grow(&s->dead, cap) < 0)
+        return RD_ENOMEM;
+    uint32_t *due = realloc(s->due, cap * sizeof *due);
+    if (!due) return RD_ENOMEM;
+    s->due = due;
     size_t icap = s->index_cap;
     while (icap <= 2 * cap)
         icap *= 2;
@@ -543,22 +573,36 @@ static void queue_sync(struct rd_swim *s, const struct rd_addr *to)
 
 /* ---------------------------------------------------------------- member table */
 
+/*
+ * Keeps member i's deadlines in step with its status: a suspicion's is set where it starts
+ * (start_suspicion) and dropped when it ends; a tombstone is forgotten tombstone_ms after
+ * it became one. Our own record is never suspected here nor forgotten.
+ */
+static void follow_status(struct rd_swim *s, uint32_t i)
+{
+    uint8_t status = s->members[i].status;
+    if (status != RD_SUSPECT) rd_deadlines_remove(&s->suspicions, i);
+    if (in_ring(status) || i == 0)
+        rd_deadlines_remove(&s->tombstones, i);
+    else
+        rd_deadlines_set(&s->tombstones, i, s->meta[i].changed_ms + s->cfg.tombstone_ms);
+}
+
 static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t now_ms)
 {
-    if (s->members[i].status != status) {
-        s->meta[i].changed_ms = now_ms;
-        if (!in_ring(status))
-            s->next_reap_ms = min_u64(s->next_reap_ms, now_ms + s->cfg.tombstone_ms);
-    }
+    bool changed = s->members[i].status != status;
+    if (changed) s->meta[i].changed_ms = now_ms;
     tally(s, i, -1);
     s->members[i].status = status;
     tally(s, i, 1);
+    if (changed) follow_status(s, i);
     if (status != RD_SUSPECT) s->members[i].accuser[0] = '\0';
 }
 
 static void start_suspicion(struct rd_swim *s, uint32_t i, const char *accuser, uint64_t now_ms)
 {
     rd_suspicion_start(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser, now_ms);
+    rd_deadlines_set(&s->suspicions, i, s->meta[i].suspicion.deadline_ms);
     snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
 }
 
@@ -566,6 +610,7 @@ static void confirm_suspicion(struct rd_swim *s, uint32_t i, const char *accuser
 {
     if (!rd_suspicion_confirm(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser))
         return;
+    rd_deadlines_set(&s->suspicions, i, s->meta[i].suspicion.deadline_ms);
     snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
     broadcast(s, i); /* let others count this confirmation too */
 }
@@ -590,17 +635,33 @@ static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now
     bool found;
     s->index[index_slot(s, r->name, &found)] = i + 1;
     tally(s, i, 1);
-    if (!in_ring(r->status))
-        s->next_reap_ms = min_u64(s->next_reap_ms, now_ms + s->cfg.tombstone_ms);
+    follow_status(s, i);
     probe_order_insert(s, i);
     return (int)i;
 }
 
-/* Drops entry i (a reaped tombstone), moving the last entry into its slot. */
+/* Member `from` moved into slot `to` (empty in every set): its place in them follows. */
+static void move_slot(struct rd_swim *s, uint32_t from, uint32_t to)
+{
+    rd_txqueue_move(&s->txq, from, to);
+    rd_deadlines_move(&s->suspicions, from, to);
+    rd_deadlines_move(&s->tombstones, from, to);
+    bool dead = rd_slotrank_has(&s->dead, from);
+    rd_slotrank_put(&s->dead, from, false);
+    rd_slotrank_put(&s->dead, to, dead);
+}
+
+/*
+ * Drops entry i (a reaped tombstone), moving the last entry into its slot. The timer sets
+ * follow in O(log N); the probe list is searched and closed up, one memmove-sized pass per
+ * member forgotten, as one opened it when the member was added.
+ */
 static void remove_member(struct rd_swim *s, uint32_t i)
 {
     tally(s, i, -1);
     rd_txqueue_remove(&s->txq, i);
+    rd_deadlines_remove(&s->suspicions, i);
+    rd_deadlines_remove(&s->tombstones, i);
     index_remove(s, s->members[i].name);
     for (size_t k = 0; k < s->probe_len; k++)
         if (s->probe_order[k] == i) {
@@ -616,7 +677,7 @@ static void remove_member(struct rd_swim *s, uint32_t i)
         s->meta[i] = s->meta[last];
         bool found;
         s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
-        rd_txqueue_move(&s->txq, last, i);
+        move_slot(s, last, i);
         for (size_t k = 0; k < s->probe_len; k++)
             if (s->probe_order[k] == last) s->probe_order[k] = i;
     }
@@ -788,7 +849,8 @@ static uint64_t scaled(const struct rd_swim *s, uint32_t ms)
     return rd_health_scale(&s->health, ms);
 }
 
-/* Next member to probe: round-robin over a shuffled list, reshuffled every round. */
+/* Next member to probe: round-robin over a shuffled list, reshuffled every round. The
+ * reshuffle is O(N) once per N probes: O(1) per probe. */
 static int pick_probe_target(struct rd_swim *s)
 {
     for (int pass = 0; pass < 2; pass++) {
@@ -937,12 +999,48 @@ static int check_tallies(const struct rd_swim *s, const char **why)
     return 0;
 }
 
+/* The timer sets hold as many members as there are suspects, tombstones (but us) and dead
+ * members: with each member checked to be in its sets, they hold those and nothing else. */
+static int check_timer_sizes(const struct rd_swim *s, const char **why)
+{
+    size_t tombstones = s->nstatus[RD_DEAD] + s->nstatus[RD_LEFT] - !in_ring(s->members[0].status);
+    if (rd_deadlines_len(&s->suspicions) != s->nstatus[RD_SUSPECT])
+        return fail(why, "timers: the suspicion heap does not hold exactly the suspects");
+    if (rd_deadlines_len(&s->tombstones) != tombstones)
+        return fail(why, "timers: the tombstone heap does not hold exactly the tombstones");
+    if (rd_slotrank_count(&s->dead) != s->nstatus[RD_DEAD])
+        return fail(why, "timers: the dead set does not hold exactly the dead");
+    return 0;
+}
+
+/* Member i is in the timer sets its status puts it in, at the deadlines it has. */
+static int check_member_timers(const struct rd_swim *s, size_t i, const char **why)
+{
+    const struct rd_member *m = &s->members[i];
+    const struct entry *e = &s->meta[i];
+    uint32_t slot = (uint32_t)i;
+    bool tombstone = i != 0 && !in_ring(m->status);
+    if (rd_deadlines_has(&s->suspicions, slot) != (m->status == RD_SUSPECT) ||
+        (m->status == RD_SUSPECT &&
+         rd_deadlines_at(&s->suspicions, slot) != e->suspicion.deadline_ms))
+        return fail(why,
+                    "timers: a suspect not in the heap at its deadline, or another member in it");
+    if (rd_deadlines_has(&s->tombstones, slot) != tombstone ||
+        (tombstone && rd_deadlines_at(&s->tombstones, slot) != e->changed_ms + s->cfg.tombstone_ms))
+        return fail(why,
+                    "timers: a tombstone not in the heap at its expiry, or another member in it");
+    if (rd_slotrank_has(&s->dead, slot) != (m->status == RD_DEAD))
+        return fail(why, "timers: the dead set does not follow a member's status");
+    return 0;
+}
+
 /* The checks over the whole state: the table's bounds, the queue's lists, the tallies. */
 static int check_whole(const struct rd_swim *s, const char **why)
 {
     if (s->count == 0 || s->count > s->cap) return fail(why, "table: count out of range");
     if (rd_txqueue_check_lists(&s->txq, s->count, why) < 0) return RD_ECORRUPT;
-    return check_tallies(s, why);
+    if (check_tallies(s, why) < 0) return RD_ECORRUPT;
+    return check_timer_sizes(s, why);
 }
 
 /* Member i is found by its name at slot i, and its kept checksum share is its record's. */
@@ -952,7 +1050,7 @@ static int check_member(const struct rd_swim *s, size_t i, const char **why)
         return fail(why, "name index: a member is not found at its slot");
     if (in_ring(s->members[i].status) && s->meta[i].ring_hash != member_hash(&s->members[i]))
         return fail(why, "tally: a member's checksum share is not its record's");
-    return 0;
+    return check_member_timers(s, i, why);
 }
 
 /* Index slot k is empty, or names a member that a lookup finds there: with every member
@@ -971,14 +1069,34 @@ static int check_index_slot(const struct rd_swim *s, size_t k, const char **why)
 /* How many slots of a kind there are. */
 static size_t check_slots(const struct rd_swim *s, enum check_kind kind)
 {
-    return kind == CHECK_MEMBER ? s->count : kind == CHECK_INDEX ? s->index_cap : s->txq.cap;
+    switch (kind) {
+    case CHECK_MEMBER:
+        return s->count;
+    case CHECK_INDEX:
+        return s->index_cap;
+    case CHECK_QUEUE:
+        return s->txq.cap;
+    case CHECK_SUSPICION:
+        return rd_deadlines_len(&s->suspicions);
+    default:
+        return rd_deadlines_len(&s->tombstones);
+    }
 }
 
 static int check_slot(const struct rd_swim *s, enum check_kind kind, size_t k, const char **why)
 {
-    if (kind == CHECK_MEMBER) return check_member(s, k, why);
-    if (kind == CHECK_INDEX) return check_index_slot(s, k, why);
-    return rd_txqueue_check_slot(&s->txq, s->count, (uint32_t)k, why);
+    switch (kind) {
+    case CHECK_MEMBER:
+        return check_member(s, k, why);
+    case CHECK_INDEX:
+        return check_index_slot(s, k, why);
+    case CHECK_QUEUE:
+        return rd_txqueue_check_slot(&s->txq, s->count, (uint32_t)k, why);
+    case CHECK_SUSPICION:
+        return rd_deadlines_check_entry(&s->suspicions, k, why);
+    default:
+        return rd_deadlines_check_entry(&s->tombstones, k, why);
+    }
 }
 
 int rd_swim_check(const struct rd_swim *s, const char **why)
@@ -1207,12 +1325,39 @@ static void run_relays(struct rd_swim *s, uint64_t now_ms)
     }
 }
 
+/* Adds `n` to the timer work counter. rd_swim_next_tick() counts too, through a const
+ * pointer: the counter is no part of the state it reads, and every core is a heap object
+ * from rd_swim_new(), never a const one, so the write is defined. */
+static void count_timer_steps(const struct rd_swim *s, uint64_t n)
+{
+    ((struct rd_swim *)s)->stats.timer_steps += n;
+}
+
+static int compare_slots(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Takes every slot of `d` whose deadline is at or before now_ms into s->due, in slot
+ * order: the order a walk over the table would meet them whatever their deadlines, so
+ * that events, news and the slots of reaped members come in one order. O(log N) each.
+ */
+static size_t take_due(struct rd_swim *s, struct rd_deadlines *d, uint64_t now_ms)
+{
+    size_t n = 0;
+    for (uint32_t i; (i = rd_deadlines_pop_due(d, now_ms)) != RD_DEADLINES_NONE;)
+        s->due[n++] = i;
+    qsort(s->due, n, sizeof *s->due, compare_slots);
+    return n;
+}
+
 static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
-    if (s->nstatus[RD_SUSPECT] == 0) return;
-    for (uint32_t i = 1; i < s->count; i++) {
-        if (s->members[i].status != RD_SUSPECT || now_ms < s->meta[i].suspicion.deadline_ms)
-            continue;
+    size_t n = take_due(s, &s->suspicions, now_ms);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = s->due[k];
         set_status(s, i, RD_DEAD, now_ms);
         push_event(s, i, RD_SUSPECT, false);
         broadcast(s, i);
@@ -1264,38 +1409,32 @@ static void run_reconnect(struct rd_swim *s, uint64_t now_ms)
     /* jittered (0.5x to 1.5x) so that members do not all reach out in the same instant */
     uint32_t period = s->cfg.reconnect_interval_ms;
     s->next_reconnect_ms = now_ms + period / 2 + rd_rand_below(&s->rng, period + 1);
-    size_t ndead = 0, known = 0, live = 0;
-    for (size_t i = 0; i < s->count; i++) {
-        ndead += s->members[i].status == RD_DEAD;
-        known += s->members[i].status != RD_LEFT;
-        live += in_ring(s->members[i].status);
-    }
+    size_t ndead = s->nstatus[RD_DEAD], known = s->count - s->nstatus[RD_LEFT], live = s->nlive;
     if (ndead > 0) {
-        size_t pick = rd_rand_below(&s->rng, (uint32_t)ndead);
-        for (size_t i = 0; i < s->count; i++)
-            if (s->members[i].status == RD_DEAD && pick-- == 0) {
-                queue_sync(s, &s->members[i].addr);
-                break;
-            }
+        /* the k-th dead member in table order, as a walk over the table would find it */
+        uint32_t i = rd_slotrank_select(&s->dead, rd_rand_below(&s->rng, (uint32_t)ndead));
+        queue_sync(s, &s->members[i].addr);
     }
     if (s->nseeds > 0 && (live <= 1 || 2 * live < known))
         for (size_t k = 0; k < s->nseeds; k++)
             queue_sync(s, &s->seeds[k]);
 }
 
-/* Forgets tombstones past their time; wakes up again when the next one expires. */
+/*
+ * Forgets tombstones past their time, lowest slot first. Each removal moves the last
+ * entry into the hole; when that entry was due too, it is the highest due slot, and goes
+ * next from its new slot, as a walk over the table would have met it there.
+ */
 static void run_reaper(struct rd_swim *s, uint64_t now_ms)
 {
-    s->next_reap_ms = UINT64_MAX;
-    for (uint32_t i = 1; i < s->count;) {
-        uint8_t st = s->members[i].status;
-        uint64_t expiry = s->meta[i].changed_ms + s->cfg.tombstone_ms;
-        if ((st == RD_DEAD || st == RD_LEFT) && now_ms >= expiry) {
-            remove_member(s, i); /* slot i now holds another entry: look again */
-            continue;
-        }
-        if (st == RD_DEAD || st == RD_LEFT) s->next_reap_ms = min_u64(s->next_reap_ms, expiry);
-        i++;
+    size_t lo = 0, hi = take_due(s, &s->tombstones, now_ms);
+    while (lo < hi) {
+        uint32_t i = s->due[lo], last = (uint32_t)s->count - 1;
+        remove_member(s, i);
+        if (i != last && s->due[hi - 1] == last)
+            hi--; /* slot i holds the due entry from the end now */
+        else
+            lo++;
     }
 }
 
@@ -1312,7 +1451,7 @@ static void run_timers(struct rd_swim *s, uint64_t now_ms)
     if (now_ms >= s->next_gossip_ms) run_gossip(s, now_ms);
     if (!s->leaving && now_ms >= s->next_sync_ms) run_sync(s, now_ms);
     if (now_ms >= s->join_next_ms) run_join(s, now_ms);
-    if (now_ms >= s->next_reap_ms) run_reaper(s, now_ms);
+    if (now_ms >= rd_deadlines_first(&s->tombstones)) run_reaper(s, now_ms);
     if (!s->leaving && now_ms >= s->next_reconnect_ms) run_reconnect(s, now_ms);
 }
 
@@ -1325,8 +1464,8 @@ void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
 uint64_t rd_swim_next_tick(const struct rd_swim *s)
 {
     /* an idle agent wakes for its probes only: gossip rounds run while news is queued */
-    uint64_t t =
-        rd_txqueue_pending(&s->txq) ? min_u64(s->next_gossip_ms, s->next_reap_ms) : s->next_reap_ms;
+    uint64_t reap_ms = rd_deadlines_first(&s->tombstones);
+    uint64_t t = rd_txqueue_pending(&s->txq) ? min_u64(s->next_gossip_ms, reap_ms) : reap_ms;
     t = min_u64(t, s->join_next_ms);
     if (!s->leaving) {
         t = min_u64(t, s->next_sync_ms);
@@ -1337,9 +1476,8 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
     for (size_t k = 0; k < s->nrelays; k++)
         t = min_u64(t, s->relays[k].deadline_ms);
     if (s->conflict_probe_seq) t = min_u64(t, s->conflict_probe_deadline_ms);
-    for (uint32_t i = 1; i < s->count && s->nstatus[RD_SUSPECT] > 0; i++)
-        if (s->members[i].status == RD_SUSPECT) t = min_u64(t, s->meta[i].suspicion.deadline_ms);
-    return t;
+    count_timer_steps(s, 2); /* the tops of the two deadline heaps */
+    return min_u64(t, rd_deadlines_first(&s->suspicions));
 }
 
 /* ---------------------------------------------------------------- caller's queues */
@@ -1595,11 +1733,15 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->index = calloc(s->index_cap, sizeof *s->index);
     s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
     s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
+    s->due = malloc(s->cap * sizeof *s->due);
     if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq || !s->scratch ||
-        rd_txqueue_init(&s->txq, s->cap) < 0) {
+        !s->due || rd_txqueue_init(&s->txq, s->cap) < 0 ||
+        rd_deadlines_init(&s->suspicions, s->cap) < 0 ||
+        rd_deadlines_init(&s->tombstones, s->cap) < 0 || rd_slotrank_init(&s->dead, s->cap) < 0) {
         rd_swim_delete(s);
         return NULL;
     }
+    s->suspicions.steps = s->tombstones.steps = s->dead.steps = &s->stats.timer_steps;
     struct rd_member me = *self;
     me.status = RD_ALIVE;
     me.accuser[0] = '\0';
@@ -1614,7 +1756,6 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     s->next_gossip_ms = now_ms + cfg->gossip_interval_ms;
     s->next_sync_ms =
         now_ms + cfg->sync_interval_ms / 2 + rd_rand_below(&s->rng, cfg->sync_interval_ms);
-    s->next_reap_ms = UINT64_MAX;
     s->next_reconnect_ms = now_ms + cfg->reconnect_interval_ms;
     s->start_incarnation = self->incarnation;
     s->seq = (uint32_t)rd_rand_next(&s->rng);
@@ -1632,6 +1773,10 @@ void rd_swim_delete(struct rd_swim *s)
     free(s->events);
     free(s->scratch);
     rd_txqueue_free(&s->txq);
+    rd_deadlines_free(&s->suspicions);
+    rd_deadlines_free(&s->tombstones);
+    rd_slotrank_free(&s->dead);
+    free(s->due);
     free(s);
 }
 

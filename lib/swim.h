@@ -92,6 +92,10 @@ struct rd_swim_stats {
     uint64_t replies_trimmed;      /**< PINGs from strangers answered with a bare ACK */
     uint64_t ping_reqs_refused;    /**< PING_REQs from strangers, not relayed */
     uint64_t namesakes_ignored;    /**< namesakes refused while we were established */
+    uint64_t timer_steps;          /**< work of the per-member timers (suspicions, tombstones, the
+                                        dead member reconnect picks): heap levels and tree nodes
+                                        visited keeping and reading them, rd_swim_next_tick's reads
+                                        included, so tests can bound the cost of a wake-up */
 };
 
 /**
@@ -237,8 +241,10 @@ const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s);
 
 /**
  * Verifies the core's invariants against its member table: the dissemination queue's
- * links and pending count, the name index, the counts per status, the live count and the
- * checksum. Returns 0, or RD_ECORRUPT with *why saying what is wrong. O(N). Builds with
+ * links and pending count, the name index, the counts per status, the live count, the
+ * checksum, and the timers: the suspicion and tombstone heaps' order and position index,
+ * holding exactly the suspects and the tombstones (but ours) at their deadlines, and the
+ * set of dead members. Returns 0, or RD_ECORRUPT with *why saying what is wrong. O(N). Builds with
  * RD_SWIM_CHECKS (Debug, sanitizers) run it after every rd_swim_recv, rd_swim_tick and
  * rd_swim_sync_recv, and abort on a violation.
  */
