@@ -59,7 +59,8 @@
  * full build does (same validation, name order, counts, member arrays, checksum, zone index),
  * pairs old and new members by name, hashes and bucket-sorts only the fresh members' points
  * (a ring of just those members, through sort_points), and merges the two sorted sequences
- * into the new arrays in one pass, counting the prefix buckets on the way. It is exact:
+ * into the new arrays in one pass. The prefix table is the old one plus a constant between
+ * the buckets where points came or went (or, when 2^b changed, counted afresh). It is exact:
  * the renumbering old index -> new index is increasing over the members that stay (both
  * are name order), so the kept points stay sorted by (hash, owner) after it; the fresh
  * points are sorted by (hash, owner) in the same numbering; and a merge by (hash, owner) of
@@ -933,14 +934,14 @@ static void sort_fresh(const struct rd_ring *r, const uint32_t *fresh, size_t nf
 
 /*
  * Merges the old ring's points that stay (owners renumbered by old_to_new) with the sorted
- * fresh ones into r, counting the points of each prefix bucket into r->first as it goes.
- * old_to_new is increasing over the members that stay, so the old points stay sorted by
- * (hash, owner) after renumbering, and one merge by (hash, owner) gives the full build's
- * order. fh[F] = UINT64_MAX keeps the common path to one compare: a fresh point is due only
- * when the next fresh hash is <= the old point's.
+ * fresh ones into r, and lists the prefix bucket (under r's shift) of each old point that
+ * goes into gone[], in order. old_to_new is increasing over the members that stay, so the
+ * old points stay sorted by (hash, owner) after renumbering, and one merge by (hash, owner)
+ * gives the full build's order. fh[F] = UINT64_MAX keeps the common path to one compare: a
+ * fresh point is due only when the next fresh hash is <= the old point's.
  */
 static void merge_points(struct rd_ring *r, const struct rd_ring *old, const uint32_t *old_to_new,
-                         const uint64_t *fh, const uint32_t *fo, uint32_t nfresh)
+                         const uint64_t *fh, const uint32_t *fo, uint32_t nfresh, uint32_t *gone)
 {
     /* restrict: the arrays never overlap, which lets the loop keep its state in registers */
     const uint64_t *restrict oh = old->hashes;
@@ -950,40 +951,71 @@ static void merge_points(struct rd_ring *r, const struct rd_ring *old, const uin
     const uint32_t *restrict fresh_o = fo;
     uint64_t *restrict h = r->hashes;
     uint32_t *restrict o = r->owner;
-    uint32_t *restrict count = r->first;
     unsigned shift = r->shift;
-    uint32_t d = 0, j = 0, nold = old->npoints;
+    uint32_t d = 0, j = 0, g = 0, nold = old->npoints;
     uint64_t next = fresh_h[0];
     for (uint32_t i = 0; i < nold; i++) {
         uint32_t m = renumber[oo[i]];
-        if (m == NOBODY) continue;
         uint64_t v = oh[i];
+        if (m == NOBODY) {
+            gone[g++] = (uint32_t)(v >> shift);
+            continue;
+        }
         if (next <= v) {
             while (next < v || (next == v && j < nfresh && fresh_o[j] < m)) {
-                count[next >> shift]++;
                 h[d] = next;
                 o[d++] = fresh_o[j++];
                 next = fresh_h[j];
             }
         }
-        count[v >> shift]++;
         h[d] = v;
         o[d++] = m;
     }
     for (; j < nfresh; j++) {
-        count[fresh_h[j] >> shift]++;
         h[d] = fresh_h[j];
         o[d++] = fresh_o[j];
     }
     h[d] = UINT64_MAX; /* the lookup sentinel, as sort_points leaves it */
 }
 
-/* Turns the per-bucket counts in r->first into the prefix table: first[p] = the index of the
- * first point in bucket p or later, first[2^b] = P (what sort_points leaves). */
-static void counts_to_prefix(struct rd_ring *r)
+/*
+ * r's prefix table from old's, when both have 2^b buckets: first[p] counts the points in
+ * buckets below p, so the new entry is the old one plus the fresh points below p less the
+ * gone ones below p. Between two buckets where a point came or went that difference is
+ * constant, so the table is a copy with a constant added, run by run.
+ */
+static void prefix_from_old(struct rd_ring *r, const struct rd_ring *old, const uint64_t *fh,
+                            uint32_t nfresh, const uint32_t *gone, uint32_t ngone)
+{
+    size_t nbuckets = (size_t)1 << (64 - r->shift);
+    const uint32_t *restrict from = old->first;
+    uint32_t *restrict to = r->first;
+    uint32_t delta = 0, j = 0, g = 0; /* delta wraps: it is added modulo 2^32 */
+    size_t p = 0;
+    for (;;) {
+        size_t fb = j < nfresh ? (size_t)(fh[j] >> r->shift) : SIZE_MAX;
+        size_t gb = g < ngone ? gone[g] : SIZE_MAX;
+        size_t e = fb < gb ? fb : gb; /* the next bucket where a point came or went */
+        size_t end = e < nbuckets ? e + 1 : nbuckets + 1;
+        for (; p < end; p++)
+            to[p] = from[p] + delta;
+        if (e == SIZE_MAX) return;
+        for (; j < nfresh && (size_t)(fh[j] >> r->shift) == e; j++)
+            delta++;
+        for (; g < ngone && gone[g] == e; g++)
+            delta--;
+    }
+}
+
+/* r's prefix table from its sorted points: count per bucket, then prefix sums; first[2^b] =
+ * P (what sort_points leaves). */
+static void prefix_by_count(struct rd_ring *r)
 {
     size_t nbuckets = (size_t)1 << (64 - r->shift);
     uint32_t *first = r->first, run = 0;
+    memset(first, 0, nbuckets * sizeof *first);
+    for (uint32_t i = 0; i < r->npoints; i++)
+        first[r->hashes[i] >> r->shift]++;
     for (size_t p = 0; p < nbuckets; p++) {
         uint32_t c = first[p];
         first[p] = run;
@@ -998,6 +1030,7 @@ struct pairing {
     uint32_t *fresh;      /* [n] fresh members' new indexes, in name order */
     size_t nfresh;
     uint64_t fresh_points;
+    uint64_t gone_points; /* old points whose member left or changed its count */
 };
 
 /* Scratch of the merge: the zone index's and a ring of the fresh members (see sort_fresh). */
@@ -1008,6 +1041,7 @@ struct merge_tmp {
     struct sort_tmp t;
     struct sort_shape sh;
     unsigned b;
+    uint32_t *gone; /* [gone points] their prefix buckets (see merge_points) */
 };
 
 /* Lays out the merge's scratch in one allocation; returns it or NULL. */
@@ -1025,8 +1059,9 @@ static char *merge_tmp_alloc(const struct build_plan *p, const struct pairing *p
         align_up(off_names + pr->nfresh * sizeof(struct ring_name), sizeof(uint64_t));
     size_t off_t = off_hashes + ((size_t)nfp + 1) * sizeof(uint64_t);
     size_t off_u32 = align_up(off_t + sort_tmp_size(&m->sh), sizeof(uint64_t));
-    /* u32 arrays: zone_sizes[n] | sub points[nfresh] | sub owner[F] | sub first[2^b + 1] */
-    size_t u32s = p->n + pr->nfresh + nfp + ((size_t)1 << b) + 1;
+    /* u32 arrays: zone_sizes[n] | sub points[nfresh] | sub owner[F] | sub first[2^b + 1] |
+     * gone[the old points that go] */
+    size_t u32s = p->n + pr->nfresh + nfp + ((size_t)1 << b) + 1 + pr->gone_points;
     char *mem = ring_alloc(hooks, off_u32 + u32s * sizeof(uint32_t));
     if (!mem) return NULL;
     memset(&m->sub, 0, sizeof m->sub);
@@ -1038,6 +1073,7 @@ static char *merge_tmp_alloc(const struct build_plan *p, const struct pairing *p
     m->sub.points = m->zone_sizes + p->n;
     m->sub.owner = m->sub.points + pr->nfresh;
     m->sub.first = m->sub.owner + nfp;
+    m->gone = m->sub.first + ((size_t)1 << b) + 1;
     return mem;
 }
 
@@ -1049,9 +1085,11 @@ static void place_merged(struct rd_ring *r, const struct rd_ring *old, const str
     index_zones(r, m->zone_ptrs, m->zone_sizes);
     sort_fresh(r, pr->fresh, pr->nfresh, nfp, &m->sub, &m->sh, m->b, m->t, hooks);
     m->sub.hashes[nfp] = UINT64_MAX; /* sort_points leaves it; the merge relies on it */
-    memset(r->first, 0, ((size_t)1 << (64 - r->shift)) * sizeof *r->first);
-    merge_points(r, old, pr->old_to_new, m->sub.hashes, m->sub.owner, nfp);
-    counts_to_prefix(r);
+    merge_points(r, old, pr->old_to_new, m->sub.hashes, m->sub.owner, nfp, m->gone);
+    if (r->shift == old->shift)
+        prefix_from_old(r, old, m->sub.hashes, nfp, m->gone, (uint32_t)pr->gone_points);
+    else
+        prefix_by_count(r);
 }
 
 /*
@@ -1073,6 +1111,7 @@ static int build_merged(const struct rd_ring *old, struct build_plan *p,
     }
     pr.fresh = pr.old_to_new + old->nmembers;
     pr.nfresh = pair_members(old, p, pr.old_to_new, pr.fresh, &pr.fresh_points);
+    pr.gone_points = old->npoints + pr.fresh_points - p->total; /* total = kept + fresh */
     if (pr.fresh_points * MERGE_FRESH_SHARE > p->total) {
         free(pr.old_to_new);
         return build_full(p, hooks, out);
