@@ -189,12 +189,14 @@ static bool in_ring(uint8_t status)
     return status == RD_ALIVE || status == RD_SUSPECT;
 }
 
-/* A ring of the agreed mode: ringd's with the agreed vnodes, or libmemcached's ketama. */
+/* A ring of the agreed mode: ringd's with the agreed vnodes, built from the current ring
+ * where it can be (rd_ring_rebuild: the same snapshot as a full build, cheaper for a change
+ * of a few members), or libmemcached's ketama. */
 static int build_ring(const struct rd_agent *a, const struct rd_ring_member *rm, size_t n,
                       struct rd_ring **out)
 {
     if (a->ring_params.mode == RD_RING_MODE_KETAMA) return rd_ring_new_ketama(rm, n, out);
-    return rd_ring_new(rm, n, a->ring_params.vnodes, out);
+    return rd_ring_rebuild(a->ring, rm, n, a->ring_params.vnodes, out);
 }
 
 static void rebuild_ring(struct rd_agent *a)

@@ -14,6 +14,14 @@
  * Rebuilds: ms per rd_ring_new() for 100 / 1,000 / 10,000 members at RD_RING_VNODES_DEFAULT,
  * median of R (more for the small rings).
  *
+ * Incremental rebuilds: ms per rd_ring_rebuild() from a ring of N members to the list after
+ * one member joins, one leaves, or one's weight changes (1.0 -> 1.5), against a full
+ * rd_ring_new() of the joined list timed in the same runs, at 100 x 512, 1,000 x 512 and
+ * 10,000 x 64; median of 4R + 1. A rebuild reads the old ring and writes the new one, so it
+ * is timed twice: cold (interleaved with the full builds, which push the old ring out of the
+ * caches) and warm (back to back). Each rebuilt ring is checked to have the full build's
+ * checksum and points.
+ *
  * Results are folded into a checksum that is printed, so the compiler cannot drop the loops.
  * Not a test: nothing here asserts a time. Build it in Release without sanitizers.
  */
@@ -175,6 +183,124 @@ static double time_rebuild(size_t members, uint32_t vnodes, int runs)
     return median(t, runs);
 }
 
+/* The list node-0 .. node-(members-1) at weight 1.0, with room for one more member. */
+struct bench_list {
+    size_t n;
+    struct rd_ring_member *m;
+    char (*names)[RD_NAME_MAX + 1];
+};
+
+static void list_make(struct bench_list *l, size_t members)
+{
+    l->n = members;
+    l->m = calloc(members + 1, sizeof *l->m);
+    l->names = calloc(members + 1, sizeof *l->names);
+    if (!l->m || !l->names) exit(1);
+    for (size_t i = 0; i <= members; i++) {
+        snprintf(l->names[i], sizeof l->names[i], "node-%zu", i);
+        l->m[i] = (struct rd_ring_member){l->names[i], RD_WEIGHT_ONE, NULL, NULL};
+    }
+}
+
+/* One timed build: rd_ring_rebuild() from `old` (rd_ring_new() when old is NULL) of m[0..n),
+ * checked against `want` when given. Returns ms. */
+static double timed_build(const struct rd_ring *old, const struct rd_ring_member *m, size_t n,
+                          uint32_t vnodes, const struct rd_ring *want)
+{
+    struct rd_ring *ring = NULL;
+    double t0 = now_ns();
+    int rc = old ? rd_ring_rebuild(old, m, n, vnodes, &ring) : rd_ring_new(m, n, vnodes, &ring);
+    double t1 = now_ns();
+    if (rc != 0) {
+        fprintf(stderr, "ring build: %d\n", rc);
+        exit(1);
+    }
+    if (want && (rd_ring_checksum(ring) != rd_ring_checksum(want) ||
+                 rd_ring_point_count(ring) != rd_ring_point_count(want))) {
+        fprintf(stderr, "rd_ring_rebuild differs from rd_ring_new\n");
+        exit(1);
+    }
+    sink = sink * 31 + rd_ring_checksum(ring);
+    rd_ring_delete(ring);
+    return (t1 - t0) / 1e6;
+}
+
+enum { INC_FULL, INC_JOIN, INC_LEAVE, INC_WEIGHT, INC_KINDS };
+
+/* One ring size's lists and the full builds every rebuild is checked against. */
+struct inc_case {
+    size_t members;
+    uint32_t vnodes;
+    struct bench_list l;
+    struct rd_ring_member *weighted; /* l with member members/2 at weight 1.5 */
+    struct rd_ring *base, *want[INC_KINDS];
+};
+
+static void inc_case_make(struct inc_case *c, size_t members, uint32_t vnodes)
+{
+    c->members = members;
+    c->vnodes = vnodes;
+    list_make(&c->l, members);
+    c->weighted = malloc(members * sizeof *c->weighted);
+    if (!c->weighted) exit(1);
+    memcpy(c->weighted, c->l.m, members * sizeof *c->weighted);
+    c->weighted[members / 2].weight = RD_WEIGHT_ONE * 3 / 2;
+    c->want[INC_FULL] = NULL;
+    if (rd_ring_new(c->l.m, members, vnodes, &c->base) != 0 ||
+        rd_ring_new(c->l.m, members + 1, vnodes, &c->want[INC_JOIN]) != 0 ||
+        rd_ring_new(c->l.m, members - 1, vnodes, &c->want[INC_LEAVE]) != 0 ||
+        rd_ring_new(c->weighted, members, vnodes, &c->want[INC_WEIGHT]) != 0)
+        exit(1);
+}
+
+static void inc_case_free(struct inc_case *c)
+{
+    rd_ring_delete(c->base);
+    for (int kind = 0; kind < INC_KINDS; kind++)
+        rd_ring_delete(c->want[kind]);
+    free(c->weighted);
+    free(c->l.m);
+    free(c->l.names);
+}
+
+/* One timed build of `kind`: the full build of the joined list, or a rebuild from base. */
+static double inc_build(const struct inc_case *c, int kind)
+{
+    const struct rd_ring *old = kind == INC_FULL ? NULL : c->base;
+    const struct rd_ring_member *m = kind == INC_WEIGHT ? c->weighted : c->l.m;
+    size_t n = kind == INC_JOIN || kind == INC_FULL ? c->members + 1
+               : kind == INC_LEAVE                  ? c->members - 1
+                                                    : c->members;
+    return timed_build(old, m, n, c->vnodes, c->want[kind]);
+}
+
+/*
+ * Medians in ms, into cold[INC_KINDS] and warm[INC_KINDS] (warm[INC_FULL] unused). Cold: the
+ * kinds interleaved run by run, so every rebuild comes after a full build that pushed the
+ * old ring out of the caches. Warm: each change rebuilt `runs` times in a row after one
+ * untimed rebuild, so the old ring is cached, as for rebuilds in quick succession.
+ */
+static void time_incremental(size_t members, uint32_t vnodes, int runs, double cold[INC_KINDS],
+                             double warm[INC_KINDS])
+{
+    struct inc_case c;
+    inc_case_make(&c, members, vnodes);
+    double t[INC_KINDS][MAX_RUNS];
+    for (int r = 0; r < runs; r++)
+        for (int kind = 0; kind < INC_KINDS; kind++)
+            t[kind][r] = inc_build(&c, kind);
+    for (int kind = 0; kind < INC_KINDS; kind++)
+        cold[kind] = median(t[kind], runs);
+    warm[INC_FULL] = 0;
+    for (int kind = INC_JOIN; kind < INC_KINDS; kind++) {
+        inc_build(&c, kind);
+        for (int r = 0; r < runs; r++)
+            t[kind][r] = inc_build(&c, kind);
+        warm[kind] = median(t[kind], runs);
+    }
+    inc_case_free(&c);
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_ring [--csv FILE] [--keys N] [--runs R]\n");
@@ -258,6 +384,37 @@ int main(int argc, char **argv)
         if (csv)
             fprintf(csv, "rebuild,%zu,%u,%zu,%.4f,,,ms\n", build_members[c], RD_RING_VNODES_DEFAULT,
                     points, ms);
+    }
+
+    printf("\nincremental rebuild: ms per rd_ring_rebuild() after a one-member change, against\n"
+           "rd_ring_new() of the joined list in the same runs, median; cold: after a full build,\n"
+           "warm: rebuilt back to back\n");
+    printf("%8s %7s %9s %5s | %8s %8s %8s %8s | %s\n", "members", "vnodes", "points", "cache",
+           "full", "join", "leave", "weight", "full/join full/leave full/weight");
+    static const struct {
+        size_t members;
+        uint32_t vnodes;
+    } inc_cases[] = {{100, 512}, {1000, 512}, {10000, 64}};
+    static const char *const inc_names[INC_KINDS] = {"full", "join", "leave", "weight"};
+    for (size_t c = 0; c < sizeof inc_cases / sizeof *inc_cases; c++) {
+        size_t members = inc_cases[c].members;
+        uint32_t vnodes = inc_cases[c].vnodes;
+        int r = 4 * runs + 1 > MAX_RUNS ? MAX_RUNS : 4 * runs + 1;
+        double cold[INC_KINDS], warm[INC_KINDS];
+        time_incremental(members, vnodes, r, cold, warm);
+        size_t points = members * vnodes;
+        for (int w = 0; w < 2; w++) {
+            const double *ms = w ? warm : cold;
+            printf("%8zu %7u %9zu %5s | %8.3f %8.3f %8.3f %8.3f | %8.1fx %9.1fx %10.1fx\n", members,
+                   vnodes, points, w ? "warm" : "cold", cold[INC_FULL], ms[INC_JOIN], ms[INC_LEAVE],
+                   ms[INC_WEIGHT], cold[INC_FULL] / ms[INC_JOIN], cold[INC_FULL] / ms[INC_LEAVE],
+                   cold[INC_FULL] / ms[INC_WEIGHT]);
+            if (csv)
+                for (int kind = INC_JOIN; kind < INC_KINDS; kind++)
+                    fprintf(csv, "rebuild_%s_%s,%zu,%u,%zu,%.4f,%.4f,%.3f,ms\n", inc_names[kind],
+                            w ? "warm" : "cold", members, vnodes, points, ms[kind], cold[INC_FULL],
+                            cold[INC_FULL] / ms[kind]);
+        }
     }
     printf("\nchecksum %016llx\n", (unsigned long long)sink);
     free(k.buf);

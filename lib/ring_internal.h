@@ -6,7 +6,8 @@
  * leaked, on every allocation. rd_ring_new_with() and rd_ring_diff_with() take a substitute
  * point hash (tests create as many equal points as they like) and a substitute allocator
  * (tests fail the Nth allocation, in a loop). rd_ring_points() exposes the sorted placement
- * so that tests can compare two rings byte for byte. Only tests/ includes this header; the
+ * and rd_ring_view() every other array, so that tests can compare two rings byte for byte
+ * (rd_ring_rebuild_with() against rd_ring_new_with()). Only tests/ includes this header; the
  * hooks are arguments, not globals, so the production entry points stay reentrant.
  */
 #ifndef RD_RING_INTERNAL_H
@@ -34,6 +35,10 @@ struct rd_ring_hooks {
 int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vnodes,
                      const struct rd_ring_hooks *hooks, struct rd_ring **out);
 
+/** rd_ring_rebuild() with hooks: the point hash must be the one `old` was built with. */
+int rd_ring_rebuild_with(const struct rd_ring *old, const struct rd_ring_member *members, size_t n,
+                         uint32_t vnodes, const struct rd_ring_hooks *hooks, struct rd_ring **out);
+
 /** rd_ring_new_ketama() with hooks (only `alloc` is used: the points are libmemcached's). */
 int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
                             const struct rd_ring_hooks *hooks, struct rd_ring **out);
@@ -47,5 +52,25 @@ int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
  * rd_ring_point_count() entries, valid while the ring lives. Both are NULL for an empty ring.
  */
 void rd_ring_points(const struct rd_ring *ring, const uint64_t **hashes, const uint32_t **owners);
+
+/** Every scalar and array of a snapshot but the names and zones (which the accessors give
+ *  as strings), so that tests can compare two snapshots byte for byte. */
+struct rd_ring_view {
+    uint32_t nmembers, npoints, vnodes, nzones;
+    enum rd_ring_mode mode;
+    bool zoned, ketama_weighted;
+    uint64_t raw_points, budget, checksum;
+    unsigned shift;
+    const uint64_t *hashes; /**< [npoints + 1]: the sentinel too; NULL if empty */
+    const uint32_t *owner;  /**< [npoints] */
+    const uint32_t *first;  /**< [nfirst] prefix table */
+    size_t nfirst;
+    const uint32_t *points, *weights, *zone_of; /**< [nmembers] */
+    const uint32_t *id_off, *rank_start;        /**< [nmembers + 1] */
+    const char *ids;                            /**< [id_off[nmembers]] */
+};
+
+/** Fills *v with the ring's internals, valid while the ring lives. */
+void rd_ring_view(const struct rd_ring *ring, struct rd_ring_view *v);
 
 #endif

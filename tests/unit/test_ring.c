@@ -29,6 +29,8 @@
 #include "ring.h"
 #include "ring_internal.h"
 
+#include "failing_alloc.h"
+
 /* The ring checksum of PROTOCOL.md's scaled-ring test vector. */
 #define RING_SCALED_VECTOR UINT64_C(0x6cdf8897a267061f)
 
@@ -1245,17 +1247,6 @@ static void test_ring_the_empty_ring_owns_nothing(void **state)
 }
 
 /* ---- allocation failure ---------------------------------------------------------------- */
-
-struct failing_alloc {
-    int fail_at; /* the call that fails, counting from 0 */
-    int calls;
-};
-
-static void *failing_malloc(size_t size, void *ctx)
-{
-    struct failing_alloc *f = ctx;
-    return f->calls++ == f->fail_at ? NULL : malloc(size);
-}
 
 static void test_ring_every_allocation_failure_is_enomem_and_leaks_nothing(void **state)
 {
