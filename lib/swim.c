@@ -15,7 +15,9 @@
  *     sends in txqueue.c's queue, which hands out the records with the most sends left
  *     first, the newest among equals: fresh news, such as a suspicion or a refutation,
  *     leaves at once instead of waiting behind a backlog of joins. One record per member:
- *     newer news replaces older. This file decides how many sends and what fits a packet.
+ *     newer news replaces older. This file decides how many sends and what fits a packet,
+ *     and when a round runs: every gossip interval while news is queued, and sooner after
+ *     news that changes the ring (gossip_soon).
  *   - The membership checksum and the counts per status are running tallies, updated
  *     in O(1) on every change, since probes carry the checksum, timeouts need N, and
  *     every membership log line prints the counts. rd_swim_check() recomputes them, the
@@ -52,6 +54,8 @@
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
 #define EVENT_QUEUE_MAX 4096
+/** Ring news pulls the next gossip round to this fraction of the interval after the last. */
+#define EAGER_GOSSIP_DIVISOR 4
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
 
@@ -117,6 +121,7 @@ struct rd_swim {
     size_t probe_len, probe_pos;
     struct probe probe;
     uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reap_ms, next_reconnect_ms;
+    uint64_t last_gossip_ms;    /* the last gossip round: ring news pulls the next one closer */
     uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
     uint64_t incarnation_high;  /* the highest incarnation our table has held, of anyone */
     bool conflict;              /* a namesake older than us is alive elsewhere */
@@ -405,6 +410,19 @@ static void broadcast_n(struct rd_swim *s, uint32_t i, uint32_t times)
 static void broadcast(struct rd_swim *s, uint32_t i)
 {
     broadcast_n(s, i, 1);
+}
+
+/*
+ * News that changes the ring (a member enters it, comes back to life, or leaves it) need
+ * not wait for the gossip cadence: the next round comes a quarter interval after the last
+ * one, or at once after a quiet spell, so a join crosses the cluster in hops of network
+ * latency rather than of gossip intervals. Suspicions keep the cadence: under loss they are
+ * the steady chatter, and pulling rounds forward for them would multiply the packets.
+ */
+static void gossip_soon(struct rd_swim *s)
+{
+    uint64_t eager = s->last_gossip_ms + s->cfg.gossip_interval_ms / EAGER_GOSSIP_DIVISOR;
+    s->next_gossip_ms = min_u64(s->next_gossip_ms, eager);
 }
 
 static size_t record_size(const struct rd_member *m)
@@ -722,6 +740,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
         if (in_ring(rec.status)) {
             push_event(s, (uint32_t)n, RD_ALIVE, true);
             broadcast(s, (uint32_t)n);
+            gossip_soon(s);
         }
         return true;
     }
@@ -762,6 +781,8 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     else if (differs)
         push_update(s, i);
     broadcast_n(s, i, rec.status == RD_ALIVE && old != RD_ALIVE ? 2 : 1);
+    if (in_ring(old) != in_ring(rec.status) || (rec.status == RD_ALIVE && old != RD_ALIVE))
+        gossip_soon(s);
     return true;
 }
 
@@ -1222,6 +1243,7 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 static void run_gossip(struct rd_swim *s, uint64_t now_ms)
 {
     s->next_gossip_ms = now_ms + s->cfg.gossip_interval_ms;
+    s->last_gossip_ms = now_ms;
     if (rd_txqueue_pending(&s->txq) == 0) return;
     uint32_t to[16];
     size_t k = s->cfg.gossip_fanout < 16 ? s->cfg.gossip_fanout : 16;

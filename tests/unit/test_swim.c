@@ -96,6 +96,27 @@ static void test_fifty_members_join_and_agree(void **state)
     join_and_agree(50, 10000);
 }
 
+/*
+ * Thirty members started in the same instant agree within two gossip intervals: news of a
+ * new member goes out a quarter interval after the last round instead of waiting for the
+ * next one. At the plain cadence every seed here took three intervals or more.
+ */
+static void test_a_mass_join_outruns_the_gossip_cadence(void **state)
+{
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        struct rd_swim_config cfg;
+        rd_swim_config_default(&cfg);
+        struct sim *sim = sim_new(30, test_seed(seed), &cfg);
+        sim_start_all(sim, 0, 0);
+        size_t n = 30;
+        uint64_t t = sim_run_until_pred(sim, all_alive, &n, 50, 10000);
+        printf("# 30 members started at once agree after %llu ms\n", (unsigned long long)t);
+        assert_true(t <= 2 * cfg.gossip_interval_ms);
+        assert_consistent(sim);
+        sim_delete(sim);
+    }
+}
+
 static void test_crashed_member_is_declared_dead_by_all(void **state)
 {
     struct sim *sim = cluster(10, 7);
@@ -986,6 +1007,7 @@ int main(void)
         cmocka_unit_test(test_three_members_join_and_agree),
         cmocka_unit_test(test_ten_members_join_and_agree),
         cmocka_unit_test(test_fifty_members_join_and_agree),
+        cmocka_unit_test(test_a_mass_join_outruns_the_gossip_cadence),
         cmocka_unit_test(test_crashed_member_is_declared_dead_by_all),
         cmocka_unit_test(test_unreachable_member_refutes_and_stays_alive),
         cmocka_unit_test(test_leave_is_seen_as_left_not_dead),
