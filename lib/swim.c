@@ -890,6 +890,11 @@ static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
     }
     p->nacks_expected = (uint32_t)n;
     s->stats.indirect_probes += n;
+    /* and once more directly: a lost ping or ack then fails the probe only if the retry
+     * and every indirect path are lost too */
+    struct rd_msg again = make_msg(s, RD_MSG_PING, p->seq);
+    snprintf(again.target, sizeof again.target, "%s", p->target);
+    send_msg(s, &s->members[t].addr, p->target, &again);
 }
 
 static void probe_failed(struct rd_swim *s, uint64_t now_ms)
