@@ -56,6 +56,13 @@
 #define EVENT_QUEUE_MAX 4096
 /** Ring news pulls the next gossip round to this fraction of the interval after the last. */
 #define EAGER_GOSSIP_DIVISOR 4
+/**
+ * The first join retry comes this long after the first attempt (jittered), the gap
+ * doubling up to join_retry_max_ms. A seed refuses a stranger address's syncs beyond a
+ * few at a time, so joiners behind one address (loopback, NAT) that start together are
+ * mostly refused once; they should not all wait a second for it.
+ */
+#define JOIN_RETRY_FIRST_MS 100
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
 
@@ -1277,8 +1284,10 @@ static void run_join(struct rd_swim *s, uint64_t now_ms)
     }
     for (size_t k = 0; k < s->nseeds; k++)
         queue_sync(s, &s->seeds[k]);
-    s->join_next_ms = now_ms + s->join_backoff_ms;
-    s->join_backoff_ms = (uint32_t)min_u64(2ull * s->join_backoff_ms, s->cfg.join_retry_max_ms);
+    /* jittered (0.5x to 1.5x): joiners refused together by a busy seed come back apart */
+    uint32_t b = s->join_backoff_ms;
+    s->join_next_ms = now_ms + b / 2 + rd_rand_below(&s->rng, b + 1);
+    s->join_backoff_ms = (uint32_t)min_u64(2ull * b, s->cfg.join_retry_max_ms);
 }
 
 /*
@@ -1467,7 +1476,7 @@ bool rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seed
     for (size_t k = 0; k < n; k++)
         queue_sync(s, &seeds[k]);
     if (!s->joined) {
-        s->join_backoff_ms = 1000;
+        s->join_backoff_ms = JOIN_RETRY_FIRST_MS;
         run_join(s, now_ms);
     }
     bool all = true;
@@ -1681,7 +1690,7 @@ void rd_swim_set_seeds(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         if (!known) queue_sync(s, &seeds[k]);
     }
     if (!s->joined && s->nseeds && s->join_next_ms == UINT64_MAX) {
-        if (s->join_backoff_ms == 0) s->join_backoff_ms = 1000;
+        if (s->join_backoff_ms == 0) s->join_backoff_ms = JOIN_RETRY_FIRST_MS;
         s->join_next_ms = now_ms + s->join_backoff_ms;
     }
 }

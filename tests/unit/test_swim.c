@@ -641,6 +641,31 @@ static void test_restarted_member_is_alive_again_everywhere(void **state)
     sim_delete(sim);
 }
 
+/*
+ * A member whose seed is not there yet tries again soon, then less and less often: within
+ * the first second it has tried about four times (at 0 and after gaps of about 100, 200 and
+ * 400 ms; whatever the jitter, 3 to 5), within 10 s no more than 9, and it joins as soon as
+ * the seed is up.
+ */
+static void test_join_retries_start_soon_and_back_off(void **state)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct sim *sim = sim_new(2, test_seed(51), &cfg);
+    sim_start(sim, 1, 0); /* member 0, its seed, is down */
+    sim_run(sim, 1000);
+    const struct rd_swim_stats *st = rd_swim_stats(sim_swim(sim, 1));
+    printf("# %llu join attempts in 1 s\n", (unsigned long long)st->syncs_out);
+    assert_true(st->syncs_out >= 3 && st->syncs_out <= 5);
+    sim_run(sim, 9000);
+    printf("# %llu join attempts in 10 s\n", (unsigned long long)st->syncs_out);
+    assert_true(st->syncs_out <= 9);
+    assert_false(rd_swim_joined(sim_swim(sim, 1)));
+    sim_start(sim, 0, 0);
+    converge(sim, 2, 20000);
+    sim_delete(sim);
+}
+
 static void test_restarted_seed_without_join_is_found_again(void **state)
 {
     struct sim *sim = cluster(10, 41);
@@ -1044,6 +1069,7 @@ int main(void)
         cmocka_unit_test(test_an_established_member_keeps_its_name_against_a_namesake),
         cmocka_unit_test(test_a_full_member_table_counts_what_it_refuses),
         cmocka_unit_test(test_restarted_member_is_alive_again_everywhere),
+        cmocka_unit_test(test_join_retries_start_soon_and_back_off),
         cmocka_unit_test(test_restarted_seed_without_join_is_found_again),
         cmocka_unit_test(test_partition_heals_into_one_cluster),
         cmocka_unit_test(test_hundred_members_with_ten_percent_loss_have_no_false_deaths),
