@@ -15,7 +15,9 @@
  *     sends in txqueue.c's queue, which hands out the records with the most sends left
  *     first, the newest among equals: fresh news, such as a suspicion or a refutation,
  *     leaves at once instead of waiting behind a backlog of joins. One record per member:
- *     newer news replaces older. This file decides how many sends and what fits a packet.
+ *     newer news replaces older. This file decides how many sends and what fits a packet,
+ *     and when a round runs: every gossip interval while news is queued, and sooner after
+ *     news that changes the ring (gossip_soon).
  *   - The membership checksum and the counts per status are running tallies, updated
  *     in O(1) on every change, since probes carry the checksum, timeouts need N, and
  *     every membership log line prints the counts. rd_swim_check() recomputes them, the
@@ -65,6 +67,15 @@
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
 #define EVENT_QUEUE_MAX 4096
+/** Ring news pulls the next gossip round to this fraction of the interval after the last. */
+#define EAGER_GOSSIP_DIVISOR 4
+/**
+ * The first join retry comes this long after the first attempt (jittered), the gap
+ * doubling up to join_retry_max_ms. A seed refuses a stranger address's syncs beyond a
+ * few at a time, so joiners behind one address (loopback, NAT) that start together are
+ * mostly refused once; they should not all wait a second for it.
+ */
+#define JOIN_RETRY_FIRST_MS 100
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
 
@@ -141,6 +152,7 @@ struct rd_swim {
     size_t probe_len, probe_pos;
     struct probe probe;
     uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reconnect_ms;
+    uint64_t last_gossip_ms; /* the last gossip round: ring news pulls the next one closer */
     uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
     uint64_t incarnation_high;  /* the highest incarnation our table has held, of anyone */
     bool conflict;              /* a namesake older than us is alive elsewhere */
@@ -435,6 +447,19 @@ static void broadcast_n(struct rd_swim *s, uint32_t i, uint32_t times)
 static void broadcast(struct rd_swim *s, uint32_t i)
 {
     broadcast_n(s, i, 1);
+}
+
+/*
+ * News that changes the ring (a member enters it, comes back to life, or leaves it) need
+ * not wait for the gossip cadence: the next round comes a quarter interval after the last
+ * one, or at once after a quiet spell, so a join crosses the cluster in hops of network
+ * latency rather than of gossip intervals. Suspicions keep the cadence: under loss they are
+ * the steady chatter, and pulling rounds forward for them would multiply the packets.
+ */
+static void gossip_soon(struct rd_swim *s)
+{
+    uint64_t eager = s->last_gossip_ms + s->cfg.gossip_interval_ms / EAGER_GOSSIP_DIVISOR;
+    s->next_gossip_ms = min_u64(s->next_gossip_ms, eager);
 }
 
 static size_t record_size(const struct rd_member *m)
@@ -783,6 +808,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
         if (in_ring(rec.status)) {
             push_event(s, (uint32_t)n, RD_ALIVE, true);
             broadcast(s, (uint32_t)n);
+            gossip_soon(s);
         }
         return true;
     }
@@ -823,6 +849,8 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     else if (differs)
         push_update(s, i);
     broadcast_n(s, i, rec.status == RD_ALIVE && old != RD_ALIVE ? 2 : 1);
+    if (in_ring(old) != in_ring(rec.status) || (rec.status == RD_ALIVE && old != RD_ALIVE))
+        gossip_soon(s);
     return true;
 }
 
@@ -931,6 +959,11 @@ static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
     }
     p->nacks_expected = (uint32_t)n;
     s->stats.indirect_probes += n;
+    /* and once more directly: a lost ping or ack then fails the probe only if the retry
+     * and every indirect path are lost too */
+    struct rd_msg again = make_msg(s, RD_MSG_PING, p->seq);
+    snprintf(again.target, sizeof again.target, "%s", p->target);
+    send_msg(s, &s->members[t].addr, p->target, &again);
 }
 
 static void probe_failed(struct rd_swim *s, uint64_t now_ms)
@@ -1367,6 +1400,7 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 static void run_gossip(struct rd_swim *s, uint64_t now_ms)
 {
     s->next_gossip_ms = now_ms + s->cfg.gossip_interval_ms;
+    s->last_gossip_ms = now_ms;
     if (rd_txqueue_pending(&s->txq) == 0) return;
     uint32_t to[16];
     size_t k = s->cfg.gossip_fanout < 16 ? s->cfg.gossip_fanout : 16;
@@ -1395,8 +1429,10 @@ static void run_join(struct rd_swim *s, uint64_t now_ms)
     }
     for (size_t k = 0; k < s->nseeds; k++)
         queue_sync(s, &s->seeds[k]);
-    s->join_next_ms = now_ms + s->join_backoff_ms;
-    s->join_backoff_ms = (uint32_t)min_u64(2ull * s->join_backoff_ms, s->cfg.join_retry_max_ms);
+    /* jittered (0.5x to 1.5x): joiners refused together by a busy seed come back apart */
+    uint32_t b = s->join_backoff_ms;
+    s->join_next_ms = now_ms + b / 2 + rd_rand_below(&s->rng, b + 1);
+    s->join_backoff_ms = (uint32_t)min_u64(2ull * b, s->cfg.join_retry_max_ms);
 }
 
 /*
@@ -1578,7 +1614,7 @@ bool rd_swim_join(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *seed
     for (size_t k = 0; k < n; k++)
         queue_sync(s, &seeds[k]);
     if (!s->joined) {
-        s->join_backoff_ms = 1000;
+        s->join_backoff_ms = JOIN_RETRY_FIRST_MS;
         run_join(s, now_ms);
     }
     bool all = true;
@@ -1799,7 +1835,7 @@ void rd_swim_set_seeds(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         if (!known) queue_sync(s, &seeds[k]);
     }
     if (!s->joined && s->nseeds && s->join_next_ms == UINT64_MAX) {
-        if (s->join_backoff_ms == 0) s->join_backoff_ms = 1000;
+        if (s->join_backoff_ms == 0) s->join_backoff_ms = JOIN_RETRY_FIRST_MS;
         s->join_next_ms = now_ms + s->join_backoff_ms;
     }
 }
