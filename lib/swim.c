@@ -152,7 +152,7 @@ struct rd_swim {
     size_t probe_len, probe_pos;
     struct probe probe;
     uint64_t next_probe_ms, next_gossip_ms, next_sync_ms, next_reconnect_ms;
-    uint64_t last_gossip_ms; /* the last gossip round: ring news pulls the next one closer */
+    uint64_t last_gossip_ms;    /* the last gossip round: ring news pulls the next one closer */
     uint64_t start_incarnation; /* our first incarnation: tells which of two namesakes is older */
     uint64_t incarnation_high;  /* the highest incarnation our table has held, of anyone */
     bool conflict;              /* a namesake older than us is alive elsewhere */
