@@ -61,11 +61,12 @@ q() { name=$1; shift; redis-cli -s "$DIR/$name.sock" "$@" 2>/dev/null; }
 # info NAME FIELD
 info() { q "$1" INFO | tr -d '\r' | sed -n "s/^$2://p"; }
 
-# agreed N: every agent of $names sees N alive and the same ring checksum
+# agreed N: every agent of $names sees N alive, has rebuilt its ring to N members (a
+# rebuild can trail the membership by up to a second during churn) and the same checksum
 agreed() {
   want=""
   for n in $names; do
-    [ "$(info "$n" members_alive)" = "$1" ] || return 1
+    [ "$(info "$n" members_alive)" = "$1" ] && [ "$(info "$n" ring_members)" = "$1" ] || return 1
     c=$(info "$n" ring_checksum)
     [ -z "$want" ] && want=$c
     [ "$c" = "$want" ] || return 1

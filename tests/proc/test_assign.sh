@@ -74,14 +74,6 @@ for i in 1 2 3; do
   start "n$i" $((PORT0 + i)) --join "127.0.0.1:$PORT0" $extra || exit 1
   names="$names n$i"
 done
-agreed() {
-  want=""
-  for n in $names; do
-    [ "$(info "$n" members_alive)" = "$1" ] || return 1
-    c=$(info "$n" ring_checksum); [ -z "$want" ] && want=$c
-    [ "$c" = "$want" ] || return 1
-  done
-}
 if t=$(wait_for 15 agreed 4); then ok "4 agents converge after ${t} ms"; else fail "4 agents did not converge within 15 s"; fi
 check "every agent is ready" wait_ready 10 $names
 

@@ -29,7 +29,7 @@ start "$A-3" $((PORT0 + 2)) --keyring-file "$DIR/keys-a" --cluster blue --join "
 agreed() {
   want=""
   for n in "$A-1" "$A-2" "$A-3"; do
-    [ "$(info "$n" members_alive)" = 3 ] || return 1
+    [ "$(info "$n" members_alive)" = 3 ] && [ "$(info "$n" ring_members)" = 3 ] || return 1
     c=$(info "$n" ring_checksum); [ -z "$want" ] && want=$c
     [ "$c" = "$want" ] || return 1
   done

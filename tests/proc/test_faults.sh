@@ -27,7 +27,7 @@ running=$(echo "$names" | tr ' ' '\n' | grep -vxF -e n6 -e n7 -e n8 | tr '\n' ' 
 agreed() {
   want_alive=$1; shift; want=""
   for n in "$@"; do
-    [ "$(info "$n" members_alive)" = "$want_alive" ] || return 1
+    [ "$(info "$n" members_alive)" = "$want_alive" ] && [ "$(info "$n" ring_members)" = "$want_alive" ] || return 1
     c=$(info "$n" ring_checksum)
     [ -z "$want" ] && want=$c
     [ "$c" = "$want" ] || return 1
