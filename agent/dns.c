@@ -9,7 +9,7 @@
  * counts the c-ares queries it still waits for (one per name; SRV adds one per target) and
  * collects their addresses; when the count reaches zero it goes on a done list, which a
  * zero-delay timer delivers, so a callback never runs inside rd_dns_resolve (a literal
- * address is answered by c-ares at once) and an abandoned request is freed in one place.
+ * address is answered here, without c-ares) and an abandoned request is freed in one place.
  */
 #include "dns.h"
 
@@ -256,8 +256,35 @@ static void got_addrinfo(void *arg, int status, int timeouts, struct ares_addrin
     query_done(r);
 }
 
+/* True if `host` is an IPv4 or IPv6 literal; then *out is that address with `port`. */
+static bool literal_addr(const char *host, int port, struct rd_addr *out)
+{
+    uint8_t ip[16];
+    memset(out, 0, sizeof *out);
+    out->port = (uint16_t)port;
+    if (inet_pton(AF_INET, host, ip) == 1) {
+        out->family = 4;
+        memcpy(out->ip, ip, 4);
+        return true;
+    }
+    if (inet_pton(AF_INET6, host, ip) != 1) return false;
+    struct sockaddr_in6 s6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+    memcpy(&s6.sin6_addr, ip, 16);
+    return rd_addr_from_sockaddr((struct sockaddr *)&s6, out) == 0;
+}
+
+/*
+ * Asks for the addresses of `name`. A literal is its own answer: this c-ares sends even a
+ * literal to the name servers (A and AAAA queries for "127.0.0.1"), which costs a round
+ * trip, or seconds when a server drops the AAAA query, and leaks the seed list.
+ */
 static void ask_addresses(struct rd_dns_req *r, const char *name, int port)
 {
+    struct rd_addr lit;
+    if (literal_addr(name, port, &lit)) {
+        offer(r, &lit);
+        return;
+    }
     struct target *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(r->why, sizeof r->why, "out of memory");
@@ -438,20 +465,7 @@ int rd_dns_resolve_now(const char *text, int default_port, bool passive, struct 
         snprintf(err, errlen, "missing host");
         return RD_EINVAL;
     }
-    /* a literal needs no resolver (nor a loop) */
-    uint8_t ip[16];
-    memset(out, 0, sizeof *out);
-    out->port = (uint16_t)port;
-    if (inet_pton(AF_INET, host, ip) == 1) {
-        out->family = 4;
-        memcpy(out->ip, ip, 4);
-        return 0;
-    }
-    if (inet_pton(AF_INET6, host, ip) == 1) {
-        struct sockaddr_in6 s6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
-        memcpy(&s6.sin6_addr, ip, 16);
-        return rd_addr_from_sockaddr((struct sockaddr *)&s6, out);
-    }
+    if (literal_addr(host, port, out)) return 0; /* needs no resolver, nor a loop */
     uv_loop_t loop;
     if (uv_loop_init(&loop) < 0) {
         snprintf(err, errlen, "cannot resolve host: no event loop");

@@ -6,11 +6,16 @@
  * is a closed port on loopback). Answers from a real name server are checked in
  * tests/proc/test_dns.sh.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -138,24 +143,49 @@ static void run_for(uv_loop_t *loop, uint64_t ms)
     uv_run(loop, UV_RUN_NOWAIT);
 }
 
+/*
+ * Literals are answered without a name server: the one given here takes datagrams on
+ * loopback and never answers, and must receive nothing (c-ares alone asked it for A and
+ * AAAA records of "127.0.0.5", and a server that dropped the AAAA query held a joining
+ * agent for 2 s).
+ */
 static void test_literal_answered_through_the_loop(void **state)
 {
     (void)state;
+    int silent = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sin;
+    assert_true(silent >= 0);
+    assert_int_equal(bind(silent, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(getsockname(silent, (struct sockaddr *)&sin, &len), 0);
+    char server[32];
+    snprintf(server, sizeof server, "127.0.0.1:%d", ntohs(sin.sin_port));
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct rd_dns *d;
     char err[256];
-    assert_int_equal(rd_dns_start(&loop, "127.0.0.1:1", &d, err, sizeof err), 0);
-    struct answers a = {0};
+    assert_int_equal(rd_dns_start(&loop, server, &d, err, sizeof err), 0);
+    struct answers a = {0}, a6 = {0};
     assert_int_equal(
         rd_dns_resolve(d, "127.0.0.5:7000", 7946, on_answer, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(rd_dns_resolve(d, "[::1]:7001", 7946, on_answer, &a6, NULL, err, sizeof err),
+                     0);
     assert_int_equal(a.calls, 0); /* never from inside the call */
+    uint64_t t0 = uv_hrtime();
     run_for(&loop, 2000);
+    assert_true(uv_hrtime() - t0 < 500 * 1000000ull); /* nothing left waiting for a server */
     assert_int_equal(a.calls, 1);
     assert_int_equal(a.rc, 0);
     assert_int_equal(a.n, 1);
     struct rd_addr want = {.family = 4, .port = 7000, .ip = {127, 0, 0, 5}};
     assert_true(rd_addr_equal(&a.first, &want));
+    assert_int_equal(a6.calls, 1);
+    assert_int_equal(a6.rc, 0);
+    struct rd_addr want6 = {.family = 6, .port = 7001, .ip = {[15] = 1}};
+    assert_true(rd_addr_equal(&a6.first, &want6));
+    char buf[512];
+    assert_true(recv(silent, buf, sizeof buf, 0) < 0); /* no query reached the server */
+    close(silent);
     rd_dns_close(d);
     run_for(&loop, 2000);
     assert_int_equal(uv_loop_close(&loop), 0);
