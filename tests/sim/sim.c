@@ -326,8 +326,8 @@ static void schedule_slice(struct sim *sim, size_t i, uint64_t at)
 
 /*
  * A starved member is scheduled: it runs for SLICE_MS. libuv's order applies: the timers
- * that came due while it waited run first, at the real (late) time; then the packets in
- * the socket buffer are read. Whatever it asks for within the
+ * that came due while it waited run first, at the real (late) time and told how late they
+ * are; then the packets in the socket buffer are read. Whatever it asks for within the
  * slice (a tick 1 ms on, a packet arriving) happens within the slice.
  */
 static void run_slice(struct sim *sim, size_t i, uint32_t gen)
@@ -338,9 +338,10 @@ static void run_slice(struct sim *sim, size_t i, uint32_t gen)
     schedule_slice(sim, i, m->slice_end + starve_gap(sim, m));
     if (m->state != SIM_UP) return;
     if (m->tick_at && m->tick_at <= sim->now) {
+        uint64_t lag = sim->now - m->tick_at;
         m->tick_at = 0;
         m->tick_gen++; /* the tick that came due while it waited is this one */
-        rd_swim_tick(m->swim, sim->now);
+        rd_swim_tick_lagged(m->swim, sim->now, lag);
     }
     deliver_backlog(sim, i);
     mark_drain(sim, i);

@@ -50,9 +50,9 @@ void sim_freeze(struct sim *sim, size_t i, bool frozen);
  * from the seeded generator, uniform with mean `mean_gap_ms` and never above
  * `max_gap_ms`, each member with its own random phase. Packets that arrive in a gap wait
  * in its socket buffer (bounded, like a frozen member's); its timers fire late. When it
- * runs, libuv's order applies: the overdue tick first, at the real time, then the
- * buffered packets. Full-state syncs are still carried out at once. max_gap_ms 0 ends the
- * starvation: the buffer is read at once.
+ * runs, libuv's order applies: the overdue tick first, at the real time and told how late
+ * it is (rd_swim_tick_lagged), then the buffered packets. Full-state syncs are still
+ * carried out at once. max_gap_ms 0 ends the starvation: the buffer is read at once.
  */
 void sim_set_starve(struct sim *sim, size_t i, uint32_t mean_gap_ms, uint32_t max_gap_ms);
 /** Graceful leave of member i (it then goes down once its leave is sent). */
