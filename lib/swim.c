@@ -1338,11 +1338,12 @@ static void run_timers(struct rd_swim *s, uint64_t now_ms, bool verdicts)
  * A tick that comes late (the caller's loop was blocked, or its process starved of CPU)
  * finds the answers that arrived in time still unread: an event loop runs its overdue
  * timers before it reads its sockets. Judged then, an answered probe would fail and a
- * refuted suspect would die. So a tick later than LATE_TICK_MS runs everything but the
- * verdicts, raises local health by the lag (the members we probe are likely as late as
- * we are), and asks to be woken again at once: the caller reads its input first, and the
- * next tick gives the verdicts on what was read. Only one tick in a row is put off, so a
- * member starved for good still judges, one wake-up later.
+ * refuted suspect would die. So a tick late by more than a tenth of the probe timeout
+ * (LATE_TICK_DIV) runs everything but the verdicts, raises local health by the lag (the
+ * members we probe are likely as late as we are), and asks to be woken again at once:
+ * the caller reads its input first, and the next tick gives the verdicts on what was read.
+ * Only one tick in a row is put off, so a member starved for good still judges, one
+ * wake-up later.
  */
 static bool tick_is_late(const struct rd_swim *s, uint64_t lag_ms)
 {
