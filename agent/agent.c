@@ -5,6 +5,9 @@
  *   UDP datagram ─ decode ─► rd_swim_recv ─┐
  *   tick timer ──────────► rd_swim_tick ───┼─► flush(): send packets, open syncs,
  *   TCP sync frame (sync.c) ─► sync_recv ──┘   log events, schedule ring rebuild, re-arm tick
+ * The tick tells the core how late it runs against the time the core asked for
+ * (rd_swim_tick_lagged): on a starved host the loop runs its overdue timer before it reads
+ * the datagrams that waited, and the core then puts its verdicts off until they are read.
  * A rebuild waits RD_REBUILD_COALESCE_MS after the first change so a burst of changes
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
@@ -83,6 +86,7 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
+    uint64_t tick_due_ms;      /* when the core asked for its tick_timer (rd_swim_next_tick) */
     uv_timer_t snapshot_timer; /* armed by a membership change, with --state-dir */
     uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
@@ -395,7 +399,9 @@ static void publish_member(struct rd_agent *a, const struct rd_member *m, bool i
 static void on_tick(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
-    rd_swim_tick(a->swim, now_ms());
+    /* how late the loop runs us (blocked, or starved of CPU): the core judges after input */
+    uint64_t now = now_ms();
+    rd_swim_tick_lagged(a->swim, now, now > a->tick_due_ms ? now - a->tick_due_ms : 0);
     flush(a);
 }
 
@@ -494,6 +500,7 @@ static void flush(struct rd_agent *a)
     }
     uint64_t next = rd_swim_next_tick(a->swim);
     now = now_ms();
+    a->tick_due_ms = next;
     uv_timer_start(&a->tick_timer, on_tick, next > now ? next - now : 0, 0);
 }
 

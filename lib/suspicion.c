@@ -77,6 +77,16 @@ void rd_health_refuted(struct rd_health *h, uint32_t ceiling)
     if (h->score < ceiling) h->score++;
 }
 
+void rd_health_lagged(struct rd_health *h, uint64_t lag_ms, uint32_t timeout_ms, uint32_t ceiling)
+{
+    /* (score + 1) * timeout >= lag */
+    uint64_t unit = timeout_ms ? timeout_ms : 1;
+    uint64_t need = (lag_ms + unit - 1) / unit;
+    uint64_t score = need > 0 ? need - 1 : 0;
+    if (score > ceiling) score = ceiling;
+    if (score > h->score) h->score = (uint32_t)score;
+}
+
 uint64_t rd_health_scale(const struct rd_health *h, uint32_t ms)
 {
     return (uint64_t)ms * (h->score + 1);

@@ -58,8 +58,8 @@ bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_con
 
 /**
  * Lifeguard's local health: 0 is healthy, up to a ceiling the caller passes. Failed probes
- * whose helpers did not even answer with a nack, and having to refute a suspicion, hint
- * that we are the slow one; an answered probe is evidence we are not.
+ * whose helpers did not even answer with a nack, having to refute a suspicion, and our own
+ * loop running late hint that we are the slow one; an answered probe is evidence we are not.
  */
 struct rd_health {
     uint32_t score;
@@ -72,6 +72,13 @@ void rd_health_probe_failed(struct rd_health *h, uint32_t nacks_expected, uint32
 void rd_health_probe_acked(struct rd_health *h);
 /** We had to refute a suspicion about ourselves. */
 void rd_health_refuted(struct rd_health *h, uint32_t ceiling);
+/**
+ * Our own loop ran `lag_ms` later than it asked (blocked, or starved of CPU). When we are
+ * that late, so may the members we probe be: the score is raised, if lower, to what
+ * stretches a probe timeout of `timeout_ms` over the lag, up to `ceiling`; the protocol
+ * period, twice the timeout, then covers a round trip through two members that late.
+ */
+void rd_health_lagged(struct rd_health *h, uint64_t lag_ms, uint32_t timeout_ms, uint32_t ceiling);
 /** A timeout or period of `ms`, stretched by (score + 1). */
 uint64_t rd_health_scale(const struct rd_health *h, uint32_t ms);
 

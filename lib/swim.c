@@ -11,6 +11,12 @@
  *     period when we are the slow one, and suspicion timeouts shrink as independent
  *     accusers confirm (memberlist's formula). The arithmetic of both (timeouts, accusers,
  *     the health score) is suspicion.c's; this file decides when it applies.
+ *   - Our own lateness is not the target's silence. The caller says how late a tick runs
+ *     (rd_swim_tick_lagged): a starved event loop fires its overdue timer before it reads
+ *     the answers that waited in its socket, so a late tick gives no verdict (probe
+ *     timeout or failure, relay nack, death of a suspect), asks to be woken again at
+ *     once, and the next tick judges on what was read meanwhile. The lag also raises local
+ *     health, so the next probes wait as long as the starved may need to answer.
  *   - Dissemination: every accepted change is queued for retransmit_mult*ceil(log10(N+1))
  *     sends in txqueue.c's queue, which hands out the records with the most sends left
  *     first, the newest among equals: fresh news, such as a suspicion or a refutation,
@@ -78,6 +84,8 @@
 #define JOIN_RETRY_FIRST_MS 100
 /** Checksum-triggered syncs: at most one per this many probe intervals. */
 #define MISMATCH_SYNC_PERIODS 1
+/** A tick later than probe_timeout_ms / this is late (see rd_swim_tick_lagged). */
+#define LATE_TICK_DIV 10
 
 /* The kinds of slot that rd_swim_check() verifies one by one (see "invariants"). */
 enum check_kind {
@@ -164,6 +172,8 @@ struct rd_swim {
     uint64_t last_mismatch_sync_ms, last_followup_sync_ms;
     size_t check_next[CHECK_KINDS]; /* where each per-slot check goes on (RD_SWIM_CHECKS) */
     struct rd_health health;
+    bool verdicts_put_off;   /* a late tick left its verdicts to the next tick (see "timers") */
+    uint64_t verdicts_at_ms; /* ... which comes no earlier than this, after input was read */
 
     struct out *outq; /* ring buffer */
     size_t out_head, out_len;
@@ -1474,15 +1484,23 @@ static void run_reaper(struct rd_swim *s, uint64_t now_ms)
     }
 }
 
-static void run_timers(struct rd_swim *s, uint64_t now_ms)
+/* The timers that judge a silence: a relay's nack, a suspect's death, a probe's timeout
+ * and failure. */
+static void run_verdicts(struct rd_swim *s, uint64_t now_ms)
 {
-    if (s->conflict_probe_seq && now_ms >= s->conflict_probe_deadline_ms)
-        s->conflict_probe_seq = 0; /* silence: a previous life of ours, not a namesake */
     run_relays(s, now_ms);
     run_suspicions(s, now_ms);
     struct probe *p = &s->probe;
     if (p->active && !p->indirect_sent && now_ms >= p->timeout_ms) probe_indirect(s, now_ms);
     if (p->active && now_ms >= p->period_end_ms) probe_failed(s, now_ms);
+}
+
+static void run_timers(struct rd_swim *s, uint64_t now_ms, bool verdicts)
+{
+    if (s->conflict_probe_seq && now_ms >= s->conflict_probe_deadline_ms)
+        s->conflict_probe_seq = 0; /* silence: a previous life of ours, not a namesake */
+    if (verdicts) run_verdicts(s, now_ms);
+    struct probe *p = &s->probe;
     if (!s->leaving && now_ms >= s->next_probe_ms && !p->active) start_probe(s, now_ms);
     if (now_ms >= s->next_gossip_ms) run_gossip(s, now_ms);
     if (!s->leaving && now_ms >= s->next_sync_ms) run_sync(s, now_ms);
@@ -1491,10 +1509,37 @@ static void run_timers(struct rd_swim *s, uint64_t now_ms)
     if (!s->leaving && now_ms >= s->next_reconnect_ms) run_reconnect(s, now_ms);
 }
 
+/*
+ * A tick that comes late (the caller's loop was blocked, or its process starved of CPU)
+ * finds the answers that arrived in time still unread: an event loop runs its overdue
+ * timers before it reads its sockets. Judged then, an answered probe would fail and a
+ * refuted suspect would die. So a tick late by more than a tenth of the probe timeout
+ * (LATE_TICK_DIV) runs everything but the verdicts, raises local health by the lag (the
+ * members we probe are likely as late as we are), and asks to be woken again at once:
+ * the caller reads its input first, and the next tick gives the verdicts on what was read.
+ * Only one tick in a row is put off, so a member starved for good still judges, one
+ * wake-up later.
+ */
+static bool tick_is_late(const struct rd_swim *s, uint64_t lag_ms)
+{
+    return lag_ms > s->cfg.probe_timeout_ms / LATE_TICK_DIV;
+}
+
+void rd_swim_tick_lagged(struct rd_swim *s, uint64_t now_ms, uint64_t lag_ms)
+{
+    bool late = tick_is_late(s, lag_ms);
+    if (late) rd_health_lagged(&s->health, lag_ms, s->cfg.probe_timeout_ms, s->cfg.awareness_max);
+    bool put_off = late && !s->verdicts_put_off;
+    s->verdicts_put_off = put_off;
+    s->verdicts_at_ms = now_ms + 1;
+    if (put_off) s->stats.late_ticks++;
+    run_timers(s, now_ms, !put_off);
+    check_invariants(s, "rd_swim_tick");
+}
+
 void rd_swim_tick(struct rd_swim *s, uint64_t now_ms)
 {
-    run_timers(s, now_ms);
-    check_invariants(s, "rd_swim_tick");
+    rd_swim_tick_lagged(s, now_ms, 0);
 }
 
 uint64_t rd_swim_next_tick(const struct rd_swim *s)
@@ -1513,7 +1558,10 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
         t = min_u64(t, s->relays[k].deadline_ms);
     if (s->conflict_probe_seq) t = min_u64(t, s->conflict_probe_deadline_ms);
     count_timer_steps(s, 2); /* the tops of the two deadline heaps */
-    return min_u64(t, rd_deadlines_first(&s->suspicions));
+    t = min_u64(t, rd_deadlines_first(&s->suspicions));
+    /* verdicts put off by a late tick: the caller reads its input before it ticks again */
+    if (s->verdicts_put_off && t < s->verdicts_at_ms) t = s->verdicts_at_ms;
+    return t;
 }
 
 /* ---------------------------------------------------------------- caller's queues */

@@ -96,6 +96,7 @@ struct rd_swim_stats {
                                         dead member reconnect picks): heap levels and tree nodes
                                         visited keeping and reading them, rd_swim_next_tick's reads
                                         included, so tests can bound the cost of a wake-up */
+    uint64_t late_ticks;           /**< ticks so late that their verdicts were put off */
 };
 
 /**
@@ -125,6 +126,13 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
                   const struct rd_packet *pkt);
 /** Runs every timer that is due at `now_ms`. */
 void rd_swim_tick(struct rd_swim *s, uint64_t now_ms);
+/**
+ * rd_swim_tick, called `lag_ms` after the time rd_swim_next_tick() asked for (the caller's
+ * loop was blocked or its process starved of CPU). A late tick puts off its verdicts
+ * (probe failures, deaths) until the caller has read the input that waited meanwhile, and
+ * stretches our timeouts by the lag (local health).
+ */
+void rd_swim_tick_lagged(struct rd_swim *s, uint64_t now_ms, uint64_t lag_ms);
 /** Absolute time at which the core next wants rd_swim_tick(). */
 uint64_t rd_swim_next_tick(const struct rd_swim *s);
 

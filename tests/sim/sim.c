@@ -1,11 +1,12 @@
 /*
  * sim.c — the discrete-event simulator (see sim.h).
  *
- * One binary heap orders everything that happens: packet deliveries and member ticks,
- * by (time, sequence number), so equal times resolve in a fixed order. A member's tick is
- * re-scheduled after anything touches it; stale heap entries are skipped by generation.
- * After a member handles something, its output queues are drained at once: packets go
- * through the real codec into the heap, syncs are carried out in place, events counted.
+ * One binary heap orders everything that happens: packet deliveries, member ticks and the
+ * slices of starved members, by (time, sequence number), so equal times resolve in a fixed
+ * order. A member's tick is re-scheduled after anything touches it; stale heap entries are
+ * skipped by generation. After a member handles something, its output queues are drained
+ * at once: packets go through the real codec into the heap, syncs are carried out in
+ * place, events counted.
  */
 #include "sim.h"
 
@@ -19,12 +20,14 @@
 
 #define BACKLOG_MAX 256 /* packets queued for a frozen member, as a socket buffer would */
 #define SIM_PORT0   20000
+#define SLICE_MS    1 /* how long a starved member runs once scheduled, virtual ms */
 
 struct delivery {
     uint64_t time, order;
     uint32_t to, from;
-    uint32_t tick_gen; /* for ticks */
+    uint32_t tick_gen; /* for ticks, and for slices (a generation of their own) */
     bool is_tick;
+    bool is_slice; /* a starved member is scheduled (see "starvation") */
     uint16_t len;
     char *data;
 };
@@ -41,6 +44,9 @@ struct simm {
     uint32_t lives;
     struct delivery *backlog;
     size_t nbacklog;
+    uint32_t starve_mean_ms, starve_max_ms; /* 0: runs whenever it has work */
+    uint64_t slice_end;                     /* a starved member runs until then */
+    uint32_t slice_gen;                     /* its chain of slices; a new one per starvation */
 };
 
 struct sim {
@@ -263,14 +269,22 @@ static void drain_all(struct sim *sim)
         drain_one(sim, sim->drain[--sim->ndrain]);
 }
 
+/* Whether member i's process is on a CPU now: always, unless it is starved (see sim.h). */
+static bool runs_now(const struct sim *sim, const struct simm *m)
+{
+    return m->starve_max_ms == 0 || sim->now <= m->slice_end;
+}
+
 static void deliver(struct sim *sim, struct delivery *d)
 {
     struct simm *m = &sim->m[d->to];
-    if (m->state == SIM_FROZEN && m->nbacklog < BACKLOG_MAX) {
+    /* a frozen or descheduled member's packets wait in its socket buffer, while there is room */
+    bool waits = m->state == SIM_FROZEN || (m->state == SIM_UP && !runs_now(sim, m));
+    if (waits && m->nbacklog < BACKLOG_MAX) {
         m->backlog[m->nbacklog++] = *d;
         return;
     }
-    if (m->state != SIM_UP || !link_up(sim, d->from, d->to)) {
+    if (waits || m->state != SIM_UP || !link_up(sim, d->from, d->to)) {
         free(d->data);
         return;
     }
@@ -280,6 +294,80 @@ static void deliver(struct sim *sim, struct delivery *d)
         rd_swim_recv(m->swim, sim->now, &sim->m[d->from].addr, &pkt);
     free(d->data);
     mark_drain(sim, d->to);
+}
+
+/* Delivers what waited in member i's socket buffer, in arrival order. */
+static void deliver_backlog(struct sim *sim, size_t i)
+{
+    struct simm *m = &sim->m[i];
+    size_t n = m->nbacklog;
+    m->nbacklog = 0;
+    for (size_t k = 0; k < n; k++)
+        deliver(sim, &m->backlog[k]);
+}
+
+/* ---------------------------------------------------------------- starvation */
+
+/* The gap before a starved member's next slice: uniform around the mean, within the max. */
+static uint64_t starve_gap(struct sim *sim, const struct simm *m)
+{
+    uint32_t mean = m->starve_mean_ms, max = m->starve_max_ms;
+    uint32_t lo = 2 * mean > max ? 2 * mean - max : 0;
+    uint32_t hi = 2 * mean > max ? max : 2 * mean;
+    return lo + rd_rand_below(&sim->rng, hi - lo + 1);
+}
+
+static void schedule_slice(struct sim *sim, size_t i, uint64_t at)
+{
+    heap_push(
+        sim, (struct delivery){
+                 .time = at, .to = (uint32_t)i, .is_slice = true, .tick_gen = sim->m[i].slice_gen});
+}
+
+/*
+ * A starved member is scheduled: it runs for SLICE_MS. libuv's order applies: the timers
+ * that came due while it waited run first, at the real (late) time and told how late they
+ * are; then the packets in the socket buffer are read. Whatever it asks for within the
+ * slice (a tick 1 ms on, a packet arriving) happens within the slice.
+ */
+static void run_slice(struct sim *sim, size_t i, uint32_t gen)
+{
+    struct simm *m = &sim->m[i];
+    if (m->starve_max_ms == 0 || gen != m->slice_gen) return; /* the starvation it was of ended */
+    m->slice_end = sim->now + SLICE_MS;
+    schedule_slice(sim, i, m->slice_end + starve_gap(sim, m));
+    if (m->state != SIM_UP) return;
+    if (m->tick_at && m->tick_at <= sim->now) {
+        uint64_t lag = sim->now - m->tick_at;
+        m->tick_at = 0;
+        m->tick_gen++; /* the tick that came due while it waited is this one */
+        rd_swim_tick_lagged(m->swim, sim->now, lag);
+    }
+    deliver_backlog(sim, i);
+    mark_drain(sim, i);
+    drain_all(sim);
+}
+
+void sim_set_starve(struct sim *sim, size_t i, uint32_t mean_gap_ms, uint32_t max_gap_ms)
+{
+    if (mean_gap_ms > max_gap_ms) mean_gap_ms = max_gap_ms;
+    for (size_t k = 0; k < sim->n; k++) {
+        if (i != SIZE_MAX && k != i) continue;
+        struct simm *m = &sim->m[k];
+        bool was = m->starve_max_ms != 0;
+        m->starve_mean_ms = mean_gap_ms;
+        m->starve_max_ms = max_gap_ms;
+        if (max_gap_ms && !was) {
+            m->slice_gen++;
+            m->slice_end = sim->now; /* runs now, then waits for its first slice */
+            schedule_slice(sim, k, sim->now + 1 + starve_gap(sim, m)); /* its own phase */
+        } else if (!max_gap_ms && m->state == SIM_UP) {
+            deliver_backlog(sim, k); /* back on a CPU of its own: the buffer is read */
+            m->tick_at = 0;
+            mark_drain(sim, k);
+        }
+    }
+    drain_all(sim);
 }
 
 /* ---------------------------------------------------------------- public */
@@ -399,10 +487,7 @@ void sim_freeze(struct sim *sim, size_t i, bool frozen)
     m->state = frozen ? SIM_FROZEN : SIM_UP;
     if (frozen) return;
     /* thawed: the socket buffer is read first, then the overdue timers run */
-    size_t n = m->nbacklog;
-    m->nbacklog = 0;
-    for (size_t k = 0; k < n; k++)
-        deliver(sim, &m->backlog[k]);
+    deliver_backlog(sim, i);
     m->tick_at = 0;
     mark_drain(sim, i);
     drain_all(sim);
@@ -477,9 +562,14 @@ void sim_run_until(struct sim *sim, uint64_t t)
     while (sim->heap_len > 0 && sim->heap[0].time <= t) {
         struct delivery d = heap_pop(sim);
         if (d.time > sim->now) sim->now = d.time;
+        if (d.is_slice) {
+            run_slice(sim, d.to, d.tick_gen);
+            continue;
+        }
         if (d.is_tick) {
             struct simm *m = &sim->m[d.to];
             if (d.tick_gen != m->tick_gen || m->state != SIM_UP) continue;
+            if (!runs_now(sim, m)) continue; /* overdue: runs at its next slice (tick_at kept) */
             m->tick_at = 0;
             rd_swim_tick(m->swim, sim->now);
             mark_drain(sim, d.to);

@@ -4,8 +4,9 @@
  * It runs many real rd_swim instances in one process on virtual time, with every packet
  * round-tripped through the real wire codec, over a fake network whose faults are data:
  * per-link loss and delay, one-way and two-way partitions, frozen members (they neither
- * process nor send until thawed), crashes and restarts. All randomness flows from one
- * seed, so a run replays bit for bit: tests print the seed, and `--seed` replays it.
+ * process nor send until thawed), CPU starvation (members run only in short, late slices),
+ * crashes and restarts. All randomness flows from one seed, so a run replays bit for bit:
+ * tests print the seed, and `--seed` replays it.
  *
  * Full-state syncs (TCP in the agent) are delivered at once as a request and a reply, and
  * fail when the link is cut or the peer is down.
@@ -43,6 +44,17 @@ void sim_start_all(struct sim *sim, size_t seed_member, uint64_t spread_ms);
 void sim_crash(struct sim *sim, size_t i);
 /** Freeze / thaw: a frozen member keeps its state but processes nothing; packets to it queue. */
 void sim_freeze(struct sim *sim, size_t i, bool frozen);
+/**
+ * CPU starvation of member i (SIZE_MAX: every member), as a process among far more
+ * runnable processes than cores: it runs only in slices of 1 ms separated by gaps drawn
+ * from the seeded generator, uniform with mean `mean_gap_ms` and never above
+ * `max_gap_ms`, each member with its own random phase. Packets that arrive in a gap wait
+ * in its socket buffer (bounded, like a frozen member's); its timers fire late. When it
+ * runs, libuv's order applies: the overdue tick first, at the real time and told how late
+ * it is (rd_swim_tick_lagged), then the buffered packets. Full-state syncs are still
+ * carried out at once. max_gap_ms 0 ends the starvation: the buffer is read at once.
+ */
+void sim_set_starve(struct sim *sim, size_t i, uint32_t mean_gap_ms, uint32_t max_gap_ms);
 /** Graceful leave of member i (it then goes down once its leave is sent). */
 void sim_leave(struct sim *sim, size_t i);
 

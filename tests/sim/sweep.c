@@ -4,7 +4,7 @@
  *
  *   rd_sweep [--n LIST] [--loss LIST] [--seed S] [--csv FILE] [--quick] [--jobs J]
  *            [--window S] [--warmup S] [--join-max S] [--crashes K] [--mem-gb G]
- *            [--all] [--verbose]
+ *            [--starve MEAN/MAX] [--all] [--verbose]
  *
  *   --n LIST      cluster sizes, comma separated (default 10,30,100,300,1000,3000,10000)
  *   --loss LIST   loss on every UDP packet in percent, comma separated (default
@@ -23,6 +23,9 @@
  *                 2 with --quick)
  *   --mem-gb G    memory the sweep may use at once (default: 80% of MemAvailable); a cell
  *                 that cannot fit is skipped and says so, it is never faked
+ *   --starve MEAN/MAX  every member starved of CPU from agreement on (warm-up, window and
+ *                 crashes): it runs in 1 ms slices with gaps of MEAN ms on average and
+ *                 MAX ms at most between them (sim_set_starve); the CSV's note says so
  *   --all         also run the cells skipped for CPU time: N >= 3000 with loss (each
  *                 takes the better part of an hour of CPU; see README)
  *   --verbose     one line per phase of each cell on stderr (virtual and CPU time)
@@ -107,6 +110,7 @@ struct cell {
     double window_s;
     uint64_t warmup_ms;
     int crashes;
+    uint32_t starve_mean_ms, starve_max_ms; /* 0: not starved */
     bool skipped;
     char note[160];
     /* results */
@@ -130,6 +134,7 @@ struct options {
     uint64_t join_max_ms;
     int crashes;
     double mem_bytes;
+    uint32_t starve_mean_ms, starve_max_ms;
     bool all;
 };
 
@@ -231,6 +236,7 @@ static void run_cell(struct cell *c, uint64_t join_max_ms)
         sim_run(sim, STEP_MS);
     }
     phase(c, sim, "joined", cpu0);
+    if (c->starve_max_ms) sim_set_starve(sim, SIZE_MAX, c->starve_mean_ms, c->starve_max_ms);
 
     /* 2. warm-up */
     if (verbose) {
@@ -537,7 +543,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: rd_sweep [--n LIST] [--loss LIST] [--seed S] [--csv FILE] [--quick]\n"
             "                [--jobs J] [--window S] [--join-max S] [--crashes K] [--mem-gb G]\n"
-            "                [--verbose]\n");
+            "                [--starve MEAN/MAX] [--verbose]\n");
     exit(2);
 }
 
@@ -618,6 +624,11 @@ int main(int argc, char **argv)
             if (o.crashes < 1 || o.crashes > CRASHES_MAX) usage();
         } else if (!strcmp(a, "--mem-gb")) {
             o.mem_bytes = atof(v) * 1e9;
+        } else if (!strcmp(a, "--starve")) {
+            unsigned mean, max;
+            if (sscanf(v, "%u/%u", &mean, &max) != 2 || max == 0 || mean > max) usage();
+            o.starve_mean_ms = mean;
+            o.starve_max_ms = max;
         } else {
             usage();
         }
@@ -657,6 +668,9 @@ int main(int argc, char **argv)
     if (o.crashes)
         snprintf(replay_opts + strlen(replay_opts), sizeof replay_opts - strlen(replay_opts),
                  " --crashes %d", o.crashes);
+    if (o.starve_max_ms)
+        snprintf(replay_opts + strlen(replay_opts), sizeof replay_opts - strlen(replay_opts),
+                 " --starve %u/%u", o.starve_mean_ms, o.starve_max_ms);
 
     size_t ncells = o.nn * o.nloss;
     struct cell *cells = calloc(ncells, sizeof *cells);
@@ -673,6 +687,11 @@ int main(int argc, char **argv)
             c->warmup_ms = o.warmup_s > 0 ? (uint64_t)(o.warmup_s * 1000.0)
                                           : WARMUP_BASE_MS + WARMUP_PER_N_MS * (uint64_t)c->n;
             c->crashes = o.crashes ? o.crashes : o.quick ? 2 : c->n <= 300 ? 5 : 1;
+            c->starve_mean_ms = o.starve_mean_ms;
+            c->starve_max_ms = o.starve_max_ms;
+            if (o.starve_max_ms)
+                snprintf(c->note, sizeof c->note, "starved: gaps of %u ms on average, %u at most",
+                         o.starve_mean_ms, o.starve_max_ms);
             double need = cell_bytes(c->n);
             if (need > o.mem_bytes) {
                 c->skipped = true;

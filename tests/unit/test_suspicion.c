@@ -248,6 +248,29 @@ static void test_health_scaling_and_zero_ceiling(void **state)
     assert_int_equal(rd_health_scale(&h, 1000), 1000);
 }
 
+/* A late loop raises the score, if lower, so that (score + 1) x timeout covers the lag. */
+static void test_health_raised_by_lag(void **state)
+{
+    static const struct {
+        uint64_t lag_ms;
+        uint32_t before, after;
+    } rows[] = {
+        {0, 0, 0},     {500, 0, 0},  {501, 0, 1},
+        {1500, 0, 2},  {1501, 0, 3}, {1500, 5, 5}, /* never lowered */
+        {60000, 0, 8},                             /* the ceiling */
+        {60000, 8, 8},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        struct rd_health h = {rows[k].before};
+        rd_health_lagged(&h, rows[k].lag_ms, 500, 8);
+        if (h.score != rows[k].after)
+            fail_msg("row %zu: score %u, expected %u", k, h.score, rows[k].after);
+    }
+    struct rd_health h = {0};
+    rd_health_lagged(&h, 60000, 500, 0);
+    assert_int_equal(h.score, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_accuser_capacity),
         cmocka_unit_test(test_health_table),
         cmocka_unit_test(test_health_scaling_and_zero_ceiling),
+        cmocka_unit_test(test_health_raised_by_lag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
