@@ -86,7 +86,7 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
-    uint64_t tick_due_ms;      /* when the core asked for its tick_timer (rd_swim_next_tick) */
+    uint64_t tick_due_ms;      /* when tick_timer is due: rd_swim_next_tick(), or now if past */
     uv_timer_t snapshot_timer; /* armed by a membership change, with --state-dir */
     uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
@@ -500,7 +500,8 @@ static void flush(struct rd_agent *a)
     }
     uint64_t next = rd_swim_next_tick(a->swim);
     now = now_ms();
-    a->tick_due_ms = next;
+    /* a deadline already past is due now, not late: lateness counts from when it was asked */
+    a->tick_due_ms = next > now ? next : now;
     uv_timer_start(&a->tick_timer, on_tick, next > now ? next - now : 0, 0);
 }
 
