@@ -36,7 +36,8 @@ CLUSTER_ENCRYPT_JOIN = "docs/bench/cluster_encrypt_join.csv"
 # agree_ms in the CSV; this is the time it was given.
 SWEEP_JOIN_MAX_S = 60
 # bench/cluster: the ringd/Serf targets its ratio table checks.
-CLUSTER_TARGETS = {"join_s": 0.5, "crash_all_s": 0.6, "rss_mb": 0.1, "cpu_pct_per_agent": 0.2}
+CLUSTER_TARGETS = {"join_s": 0.5, "join_from_first_start_s": 0.5, "crash_all_s": 0.6,
+                   "rss_mb": 0.1, "idle_cpu": 0.2}
 # bench/cluster: what sealing may cost ringd (sealed / plain): idle CPU at every N, join at 50.
 SEALING_TARGETS = {"cpu_exec_pct_per_agent": (1.25, None), "join_s": (1.1, {50})}
 
@@ -188,8 +189,16 @@ def gen_socket_summary():
 
 # ---------------------------------------------------------------- bench/cluster
 
+def with_idle_cpu(rows):
+    """Each row's idle CPU as one field: from the nanosecond clock where the run measured it,
+    else from the tick-based one (10 ms steps, which reads 0 over a short window)."""
+    for r in rows:
+        r["idle_cpu"] = r.get("cpu_exec_pct_per_agent") or r["cpu_pct_per_agent"]
+    return rows
+
+
 def cluster_rows():
-    return [r for r in read_csv(CLUSTER) if r["impl"] in ("ringd", "serf")]
+    return with_idle_cpu([r for r in read_csv(CLUSTER) if r["impl"] in ("ringd", "serf")])
 
 
 def num(v, spec):
@@ -206,15 +215,17 @@ def impl_name(impl):
 
 
 def gen_cluster():
-    header = ["impl", "N", "converged", "join (s)", "RSS / PSS per agent (MB)",
-              "idle CPU per agent", "UDP pkts/agent/s", "crash seen by all (s)",
+    header = ["impl", "N", "converged", "join (s)", "join from the first start (s)", "spawn (s)",
+              "RSS / PSS per agent (MB)", "idle CPU per agent", "UDP pkts/agent/s",
+              "crash seen by all (s)",
               "leave seen by all (s)", "new agent seen by all (s)", "false deaths"]
     body = []
     for r in cluster_rows():
         done, reps = r["converged"].split("/")
         body.append([impl_name(r["impl"]), r["n"], bold(r["converged"], done != reps),
-                     num(r["join_s"], ".3f"), f"{num(r['rss_mb'], '.2f')} / "
-                     f"{num(r['pss_mb'], '.2f')}", num(r["cpu_pct_per_agent"], ".3f") + "%",
+                     num(r["join_s"], ".3f"), num(r["join_from_first_start_s"], ".3f"),
+                     num(r["spawn_s"], ".3f"), f"{num(r['rss_mb'], '.2f')} / "
+                     f"{num(r['pss_mb'], '.2f')}", num(r["idle_cpu"], ".3f") + "%",
                      num(r["udp_pkts_per_agent_s"], ".1f"), num(r["crash_all_s"], ".2f"),
                      num(r["leave_all_s"], ".2f"), num(r["new_all_s"], ".2f"),
                      r["false_deaths"] or "–"])
@@ -246,10 +257,13 @@ def ratio(a, b, key, spec):
 
 def gen_cluster_ratios():
     t = CLUSTER_TARGETS
-    header = ["N", f"join (≤ {t['join_s']})", f"crash (≤ {t['crash_all_s']})",
-              f"RSS (≤ {t['rss_mb']})", f"idle CPU (≤ {t['cpu_pct_per_agent']})"]
-    body = [[n, ratio(a, b, "join_s", ".2f"), ratio(a, b, "crash_all_s", ".2f"),
-             ratio(a, b, "rss_mb", ".3f"), ratio(a, b, "cpu_pct_per_agent", ".3f")]
+    header = ["N", f"join (≤ {t['join_s']})",
+              f"join from the first start (≤ {t['join_from_first_start_s']})",
+              f"crash (≤ {t['crash_all_s']})", f"RSS (≤ {t['rss_mb']})",
+              f"idle CPU (≤ {t['idle_cpu']})"]
+    body = [[n, ratio(a, b, "join_s", ".2f"), ratio(a, b, "join_from_first_start_s", ".2f"),
+             ratio(a, b, "crash_all_s", ".2f"), ratio(a, b, "rss_mb", ".3f"),
+             ratio(a, b, "idle_cpu", ".3f")]
             for n, a, b in cluster_pairs()]
     return table(header, body)
 
@@ -263,7 +277,7 @@ def gen_cluster_summary():
                     f"({ratio(a, b, key, '.2f').replace('**', '')}×)")
         body.append([f"{n:,}", pair("join_s", ".2f", " s"), pair("crash_all_s", ".1f", " s"),
                      pair("rss_mb", ".1f", " MB"),
-                     f"{ratio(a, b, 'cpu_pct_per_agent', '.3f').replace('**', '')}×"])
+                     f"{ratio(a, b, 'idle_cpu', '.3f').replace('**', '')}×"])
     return table(header, body)
 
 
@@ -272,12 +286,12 @@ def gen_cluster_large():
               "idle CPU per agent", "UDP pkts/agent/s", "crash seen by all (s)",
               "leave seen by all (s)", "new agent seen by all (s)", "false-death log lines"]
     body = []
-    for r in read_csv(CLUSTER):
+    for r in with_idle_cpu(read_csv(CLUSTER)):
         if not r["impl"].startswith("ringd "):
             continue
         body.append([f"{int(r['n']):,}", "`" + r["impl"][len("ringd "):] + "`",
                      num(r["spawn_s"], ".0f"), num(r["join_s"], ".1f"), num(r["rss_mb"], ".2f"),
-                     num(r["cpu_pct_per_agent"], ".3f") + "%",
+                     num(r["idle_cpu"], ".3f") + "%",
                      num(r["udp_pkts_per_agent_s"], ".1f"), num(r["crash_all_s"], ".1f"),
                      num(r["leave_all_s"], ".2f"), num(r["new_all_s"], ".2f"),
                      f"{int(r['false_deaths']):,}" if r["false_deaths"] else "–"])
@@ -326,11 +340,11 @@ def gen_cluster_encrypt_ratios():
              ("sealed ringd / sealed Serf", "ringd+enc", "serf+enc",
               {"join_s": lambda n: t["join_s"], "crash_all_s": lambda n: t["crash_all_s"],
                "rss_mb": lambda n: t["rss_mb"],
-               "cpu_exec_pct_per_agent": lambda n: t["cpu_pct_per_agent"]}),
+               "cpu_exec_pct_per_agent": lambda n: t["idle_cpu"]}),
              ("plain ringd / plain Serf", "ringd", "serf",
               {"join_s": lambda n: t["join_s"], "crash_all_s": lambda n: t["crash_all_s"],
                "rss_mb": lambda n: t["rss_mb"],
-               "cpu_exec_pct_per_agent": lambda n: t["cpu_pct_per_agent"]}),
+               "cpu_exec_pct_per_agent": lambda n: t["idle_cpu"]}),
              ("sealed Serf / plain Serf", "serf+enc", "serf", {})]
     header = ["N", "ratio", "join", "crash seen by all", "RSS", "idle CPU (ns clock)"]
     body = []
