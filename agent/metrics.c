@@ -258,6 +258,9 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
         s->suspicions);
     one(&o, "ringd_refutes_total", "counter", "Times this agent refuted a suspicion of itself.",
         w->refutes);
+    one(&o, "ringd_late_ticks_total", "counter",
+        "Ticks that ran so late (a blocked or starved loop) that their verdicts were put off.",
+        w->late_ticks);
     family(&o, "ringd_syncs_total", "counter", "Full-state syncs, by direction and result.");
     emit(&o,
          "ringd_syncs_total{direction=\"in\",result=\"ok\"} %" PRIu64

@@ -550,6 +550,7 @@ static int info_all(struct fixture *f, char *text, size_t cap, size_t conns)
         "members_alive:1\r\nmembers_suspect:0\r\nmembers_dead:0\r\nmembers_left:0\r\n"
         "members_checksum:%016" PRIx64 "\r\nhealth:%u\r\njoined:%d\r\nready:1\r\n"
         "incarnations_refused:0\r\nmembers_refused_full:0\r\nnamesakes_ignored:0\r\n"
+        "late_ticks:0\r\n"
         "\r\n# Ring\r\n"
         "ring_version:3\r\nring_checksum:%016" PRIx64 "\r\nring_members:3\r\n"
         "ring_points:%zu\r\nring_spec:1\r\nring_mode:ringd\r\nvnodes:64\r\nring_params:"
