@@ -701,10 +701,9 @@ int main(int argc, char **argv)
                          need / 1e9, o.mem_bytes / 1e9);
             } else if (c->n >= SLOW_N && c->loss_pct > 0 && !o.all && !n_set) {
                 c->skipped = true;
-                snprintf(
-                    c->note, sizeof c->note,
-                    "CPU: with loss the core scans all N members per packet while any "
-                    "is suspect: an estimated 15-60 CPU-min per cell (--all or --n to run it)");
+                snprintf(c->note, sizeof c->note,
+                         "CPU: with loss, many times a lossy N = 1000 cell (its packets and "
+                         "syncs grow with N^2): not run by default (--all or --n to run it)");
             }
         }
     printf("# rd_sweep seed %" PRIu64 ": %zu cells, %d jobs, join limit %.0f s, memory budget "
