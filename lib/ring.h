@@ -36,8 +36,9 @@
  * the most loaded of 10 members within 10% of the mean (exact max/mean <= 1.10) on every name
  * set of the sweep. 256 reached 1.15 and 320 1.15 on some sets; the spread falls as about
  * 1/sqrt(vnodes), so even 512 leaves an unlucky set a few percent over (worst seen 1.12).
- * Costs: 12 bytes + ~6 bytes of prefix table per point, ~6 ms to build 1,000 members in full,
- * under 1 ms to rebuild them after a one-member change (rd_ring_rebuild, old ring cached).
+ * Costs: 12 bytes + ~6 bytes of prefix table per point, 6-11 ms to build 1,000 members in
+ * full (bench_ring), under 1 ms to rebuild them after a one-member change (rd_ring_rebuild,
+ * old ring cached), 1.3-2.1 ms when it is not.
  */
 #define RD_RING_VNODES_DEFAULT 512
 /** Largest vnodes setting. */
