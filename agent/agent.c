@@ -221,12 +221,13 @@ static void rebuild_ring(struct rd_agent *a)
     const char *heaviest = NULL, *unwhole = NULL;
     uint32_t heaviest_weight = 0;
     for (size_t i = 0; i < count; i++) {
-        const struct rd_member *m = rd_swim_member(a->swim, i);
-        if (!in_ring(m->status) || m->weight == 0) continue; /* weight 0: drained */
-        uint32_t w = m->weight;
+        struct rd_member_view m;
+        rd_swim_member(a->swim, i, &m);
+        if (!in_ring(m.status) || m.weight == 0) continue; /* weight 0: drained */
+        uint32_t w = m.weight;
         if (w > a->cfg.max_weight) {
             capped++;
-            if (w > heaviest_weight) heaviest = m->name, heaviest_weight = w;
+            if (w > heaviest_weight) heaviest = m.name, heaviest_weight = w;
             w = a->cfg.max_weight;
         }
         const char *identity = NULL;
@@ -237,13 +238,13 @@ static void rebuild_ring(struct rd_agent *a)
              * ring, rather than stop the ring for everyone or own keys for a moment. */
             if (w % RD_WEIGHT_ONE) {
                 fractional++;
-                unwhole = m->name;
+                unwhole = m.name;
                 continue;
             }
-            if (rd_tags_get(m->tags, "ketama", ids[n], sizeof ids[n])) identity = ids[n];
+            if (rd_tags_get(m.tags, "ketama", ids[n], sizeof ids[n])) identity = ids[n];
         }
         rm[n++] = (struct rd_ring_member){
-            .name = m->name, .weight = w, .zone = m->zone, .identity = identity};
+            .name = m.name, .weight = w, .zone = m.zone, .identity = identity};
     }
     if (fractional > a->weight_unwhole)
         rd_logf(RD_LOG_WARN, "members with a fractional weight left out of the ketama ring",
@@ -784,11 +785,12 @@ static void snapshot_save(struct rd_agent *a, const char *why)
     struct rd_snapshot_entry *e = malloc((count ? count : 1) * sizeof *e);
     size_t n = 0;
     for (size_t i = 0; e && i < count; i++) {
-        const struct rd_member *m = rd_swim_member(a->swim, i);
-        if (m->addr.family != 4 && m->addr.family != 6) continue; /* nowhere to rejoin */
+        struct rd_member_view m;
+        rd_swim_member(a->swim, i, &m);
+        if (m.addr.family != 4 && m.addr.family != 6) continue; /* nowhere to rejoin */
         e[n] = (struct rd_snapshot_entry){
-            .addr = m->addr, .incarnation = m->incarnation, .status = m->status};
-        snprintf(e[n].name, sizeof e[n].name, "%s", m->name);
+            .addr = m.addr, .incarnation = m.incarnation, .status = m.status};
+        snprintf(e[n].name, sizeof e[n].name, "%s", m.name);
         n++;
     }
     size_t cap = e ? rd_snapshot_encoded_len(&head, e, n) : 0;
@@ -979,8 +981,8 @@ static int change_tags(struct rd_agent *a, bool set, const char *key, const char
 
 static int force_leave(struct rd_agent *a, const char *name, bool prune, char *err, size_t errlen)
 {
-    const struct rd_member *m = rd_swim_find(a->swim, name);
-    const char *was = m ? rd_status_name(m->status) : "unknown";
+    int status = rd_swim_status_of(a->swim, name);
+    const char *was = status >= 0 ? rd_status_name(status) : "unknown";
     int rc = rd_swim_force_leave(a->swim, now_ms(), name, prune);
     if (rc == RD_ENOENT)
         snprintf(err, errlen, "no member named '%s'", name);
@@ -1172,14 +1174,15 @@ static void on_sigusr1(uv_signal_t *sig, int signum)
     rd_logf(RD_LOG_INFO, "dump: member table", RD_FUINT("members", count),
             RD_FUINT("listed", shown), RD_FUINT("limit", RD_DUMP_MEMBERS_MAX));
     for (size_t i = 0; i < shown; i++) {
-        const struct rd_member *m = rd_swim_member(a->swim, i);
+        struct rd_member_view m;
+        rd_swim_member(a->swim, i, &m);
         char addr[RD_ADDR_STRLEN];
-        rd_logf(RD_LOG_INFO, "dump: member", RD_FSTR("member", m->name),
-                RD_FSTR("addr", rd_addr_format(&m->addr, addr, sizeof addr)),
-                RD_FSTR("status", rd_status_name(m->status)),
-                RD_FUINT("incarnation", m->incarnation),
-                RD_FDBL("weight", (double)m->weight / RD_WEIGHT_ONE), RD_FSTR("zone", m->zone),
-                RD_FSTR("tags", m->tags));
+        rd_logf(RD_LOG_INFO, "dump: member", RD_FSTR("member", m.name),
+                RD_FSTR("addr", rd_addr_format(&m.addr, addr, sizeof addr)),
+                RD_FSTR("status", rd_status_name(m.status)),
+                RD_FUINT("incarnation", m.incarnation),
+                RD_FDBL("weight", (double)m.weight / RD_WEIGHT_ONE), RD_FSTR("zone", m.zone),
+                RD_FSTR("tags", m.tags));
     }
     const struct rd_swim_stats *st = rd_swim_stats(a->swim);
     size_t counts[4];

@@ -677,27 +677,28 @@ static void cmd_members(struct qconn *c, const struct rd_resp_request *r)
     size_t n = rd_swim_member_count(s);
     conn_rc(c, rd_resp_write_array(&c->pend, n));
     for (size_t i = 0; i < n; i++) {
-        const struct rd_member *m = rd_swim_member(s, i);
+        struct rd_member_view m;
+        rd_swim_member(s, i, &m);
         char addr[RD_ADDR_STRLEN], inc[24], weight[24];
-        rd_addr_format(&m->addr, addr, sizeof addr);
-        snprintf(inc, sizeof inc, "%" PRIu64, m->incarnation);
-        snprintf(weight, sizeof weight, "%u.%03u", m->weight / RD_WEIGHT_ONE,
-                 m->weight % RD_WEIGHT_ONE);
+        rd_addr_format(&m.addr, addr, sizeof addr);
+        snprintf(inc, sizeof inc, "%" PRIu64, m.incarnation);
+        snprintf(weight, sizeof weight, "%u.%03u", m.weight / RD_WEIGHT_ONE,
+                 m.weight % RD_WEIGHT_ONE);
         conn_rc(c, rd_resp_write_map(&c->pend, c->proto, 7));
         reply_cstr(c, "name");
-        reply_cstr(c, m->name);
+        reply_cstr(c, m.name);
         reply_cstr(c, "addr");
         reply_cstr(c, addr);
         reply_cstr(c, "status");
-        reply_cstr(c, rd_status_name(m->status));
+        reply_cstr(c, rd_status_name(m.status));
         reply_cstr(c, "incarnation");
         reply_cstr(c, inc);
         reply_cstr(c, "weight");
         reply_cstr(c, weight);
         reply_cstr(c, "zone");
-        reply_cstr(c, m->zone);
+        reply_cstr(c, m.zone);
         reply_cstr(c, "tags");
-        reply_cstr(c, m->tags);
+        reply_cstr(c, m.tags);
     }
 }
 
@@ -1010,11 +1011,12 @@ static void reply_state(struct qconn *c)
         snprintf(points, 20, "%zu", rd_ring_point_count(ring));
         f[0] = "state", f[1] = version, f[2] = sum, f[3] = points;
         for (size_t i = 0; i < n; i++) {
-            const struct rd_member *m = rd_swim_member(s, i);
+            struct rd_member_view m;
+            rd_swim_member(s, i, &m);
             char *addr = text + i * TEXT, *inc = addr + RD_ADDR_STRLEN;
-            rd_addr_format(&m->addr, addr, RD_ADDR_STRLEN);
-            snprintf(inc, 24, "%" PRIu64, m->incarnation);
-            f[4 + 4 * i] = m->name, f[5 + 4 * i] = rd_status_name(m->status);
+            rd_addr_format(&m.addr, addr, RD_ADDR_STRLEN);
+            snprintf(inc, 24, "%" PRIu64, m.incarnation);
+            f[4 + 4 * i] = m.name, f[5 + 4 * i] = rd_status_name(m.status);
             f[6 + 4 * i] = addr, f[7 + 4 * i] = inc;
         }
         char ts[RD_EVENT_TS_LEN];

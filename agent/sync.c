@@ -272,7 +272,8 @@ static bool joining(const struct rd_sync *s)
 static int encode_state(const struct rd_sync *s, uint8_t flags, char **out, size_t *len)
 {
     struct rd_packet pkt;
-    rd_swim_sync_state(s->swim, flags, &pkt);
+    struct rd_member *state = rd_swim_sync_state(s->swim, flags, &pkt);
+    if (!state) return RD_ENOMEM;
     pkt.msgs[0].ring = s->ring;
     pkt.msgs[0].flags |= (uint8_t)(s->ring_set | (joining(s) ? RD_SYNC_JOIN : 0));
     size_t cap = RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX;
@@ -287,6 +288,7 @@ static int encode_state(const struct rd_sync *s, uint8_t flags, char **out, size
         rc = rd_envelope_seal(s->keyring->keys[0], s->label, plain, body,
                               buf + RD_WIRE_FRAME_PREFIX, cap + RD_ENVELOPE_OVERHEAD, &body);
     if (seal) free(plain);
+    free(state);
     if (rc < 0) {
         free(buf);
         return rc;
@@ -511,8 +513,9 @@ static bool source_known(const struct rd_sync *s, const struct rd_addr *ip)
         if (same_ip(&s->seeds[k], ip)) return true;
     size_t n = rd_swim_member_count(s->swim);
     for (size_t i = 1; i < n; i++) { /* 0 is ourselves: our own host proves nothing */
-        const struct rd_member *m = rd_swim_member(s->swim, i);
-        if ((m->status == RD_ALIVE || m->status == RD_SUSPECT) && same_ip(&m->addr, ip))
+        struct rd_member_view m;
+        rd_swim_member(s->swim, i, &m);
+        if ((m.status == RD_ALIVE || m.status == RD_SUSPECT) && same_ip(&m.addr, ip))
             return true;
     }
     return false;

@@ -78,15 +78,30 @@ void rd_deadlines_free(struct rd_deadlines *d)
     free(d->pos);
     d->heap = NULL;
     d->pos = NULL;
-    d->len = d->cap = 0;
+    d->len = d->cap = d->heap_cap = 0;
 }
 
 int rd_deadlines_grow(struct rd_deadlines *d, size_t cap)
 {
-    if (cap <= d->cap) return 0;
+    return rd_deadlines_grow_slots(d, cap) < 0 ? -1 : rd_deadlines_reserve(d, cap);
+}
+
+int rd_deadlines_reserve(struct rd_deadlines *d, size_t n)
+{
+    if (n <= d->heap_cap) return 0;
+    size_t cap = d->heap_cap ? d->heap_cap : 8;
+    while (cap < n)
+        cap *= 2;
     struct rd_deadline *heap = realloc(d->heap, cap * sizeof *heap);
     if (!heap) return -1;
     d->heap = heap;
+    d->heap_cap = cap;
+    return 0;
+}
+
+int rd_deadlines_grow_slots(struct rd_deadlines *d, size_t cap)
+{
+    if (cap <= d->cap) return 0;
     uint32_t *pos = realloc(d->pos, cap * sizeof *pos);
     if (!pos) return -1;
     d->pos = pos;

@@ -27,9 +27,9 @@ struct rd_deadline {
 };
 
 struct rd_deadlines {
-    struct rd_deadline *heap; /**< [cap], the first len in heap order */
+    struct rd_deadline *heap; /**< [heap_cap], the first len in heap order */
     uint32_t *pos;            /**< [cap]: where slot i is in heap, or RD_DEADLINES_NONE */
-    size_t len, cap;
+    size_t len, cap, heap_cap;
     uint64_t *steps; /**< if not NULL, counts the heap levels each operation visits */
 };
 
@@ -37,8 +37,15 @@ struct rd_deadlines {
 int rd_deadlines_init(struct rd_deadlines *d, size_t cap);
 /** Frees the arrays. A zeroed or freed set is fine. */
 void rd_deadlines_free(struct rd_deadlines *d);
-/** Makes room for slots 0 .. cap-1 (never shrinks); new slots are not in the set. 0 or -1. */
+/** Makes room for slots 0 .. cap-1 and for as many entries (never shrinks); new slots are
+ *  not in the set. 0 or -1. */
 int rd_deadlines_grow(struct rd_deadlines *d, size_t cap);
+/** Makes room for slots 0 .. cap-1 only, for a set that holds few of its slots at a time:
+ *  its heap grows by rd_deadlines_reserve(). 0 or -1. */
+int rd_deadlines_grow_slots(struct rd_deadlines *d, size_t cap);
+/** Makes room in the heap for n entries (never shrinks). rd_deadlines_set() of a slot not
+ *  in the set needs room for one more entry than the set holds. 0 or -1. */
+int rd_deadlines_reserve(struct rd_deadlines *d, size_t n);
 
 /** Gives `slot` the deadline `at_ms`, adding it if it was not in the set. O(log N). */
 void rd_deadlines_set(struct rd_deadlines *d, uint32_t slot, uint64_t at_ms);

@@ -2,9 +2,13 @@
  * swim.c — SWIM membership with Lifeguard, as a state machine fed with packets and time.
  *
  * Shape:
- *   - The member table is two dense parallel arrays (records and bookkeeping), so a full
- *     state sync can hand out the records as they are; reaping swaps the last entry into
- *     the hole. Slot 0 is always this member. A name index (open addressing) finds entries.
+ *   - The member table is one dense array of 64-byte records: every member holds one per
+ *     member of the cluster, so at N = 10,000 in the simulator the table is most of the
+ *     memory. Names, zones and tags are interned (strpool.c), a suspect's suspicion and
+ *     accuser sit in a side array, and the timer heaps grow with what they hold rather
+ *     than with the table. Whole records are made on the way out (a packet's, a sync's,
+ *     an event's). Reaping swaps the last entry into the hole. Slot 0 is always this
+ *     member. A name index (open addressing) finds entries.
  *   - Failure detection runs one probe per protocol period over a shuffled round-robin
  *     list: PING, then after the probe timeout PING_REQ through k others, then at the end
  *     of the period suspicion. Lifeguard's local health stretches both our timeout and our
@@ -60,6 +64,7 @@
 #include "rand.h"
 #include "rd_err.h"
 #include "slotrank.h"
+#include "strpool.h"
 #include "suspicion.h"
 #include "txqueue.h"
 
@@ -73,6 +78,9 @@
 #define SYNC_QUEUE_MAX 16
 /** Member changes queued for the caller. */
 #define EVENT_QUEUE_MAX 4096
+/** A drained event queue larger than this gives its memory back: a join's burst of "new
+ *  member" events (~0.5 KB each) should not stay reserved for the life of the core. */
+#define EVENT_QUEUE_KEEP 64
 /** Ring news pulls the next gossip round to this fraction of the interval after the last. */
 #define EAGER_GOSSIP_DIVISOR 4
 /**
@@ -102,12 +110,31 @@ _Static_assert(RD_WIRE_HEADER_MAX + RD_WIRE_MSG_MAX + RD_WIRE_MEMBER_BASE + RD_N
                    RD_PACKET_BUDGET,
                "a packet must fit one message and the largest member record");
 
-/* Bookkeeping beside each member record. */
-struct entry {
-    uint64_t changed_ms;           /* last status change, for tombstone reaping */
-    struct rd_suspicion suspicion; /* the current one, while suspect */
-    uint64_t conflict_logged_ms;   /* last conflict event about this member */
-    uint64_t ring_hash;            /* the record's share of the checksum, while in the ring */
+/*
+ * One member as the table keeps it, with its bookkeeping: 64 bytes. Names, zones and tags
+ * are ids in the string pool (strpool.h), which holds each distinct string once. What only
+ * a suspect needs (its suspicion, its accuser) is in a dense side array. The record's share
+ * of the checksum is not kept: it is rehashed (a dozen bytes) when the share is taken away.
+ */
+struct rec {
+    uint64_t incarnation;
+    uint64_t changed_ms;         /* last status change, for tombstone reaping */
+    uint64_t conflict_logged_ms; /* last conflict event about this member */
+    uint32_t name, zone, tags;   /* string pool ids */
+    uint32_t weight : 24;        /* RD_WEIGHT_MAX fits */
+    uint32_t status : 8;         /* enum rd_status */
+    uint32_t suspicion;          /* 1 + its index in s->susp while suspect, else 0 */
+    struct rd_addr addr;
+};
+
+_Static_assert(RD_WEIGHT_MAX < (1u << 24), "a weight fits the record's 24 bits");
+_Static_assert(sizeof(struct rec) <= 64, "a member's record and bookkeeping take 64 bytes");
+
+/* A suspect's suspicion, beside the table. */
+struct susp {
+    struct rd_suspicion sp;
+    uint32_t accuser; /* string pool id of the latest accuser, as its record carries it */
+    uint32_t slot;    /* the suspect's */
 };
 
 /* An outgoing control message. */
@@ -143,10 +170,14 @@ struct rd_swim {
     struct rd_rand rng;
     uint32_t seq;
 
-    /* member table: members[i] and meta[i], 0 is self */
-    struct rd_member *members;
-    struct entry *meta;
+    /* member table: members[i], 0 is self; strings in `strings` */
+    struct rec *members;
     size_t count, cap;
+    struct rd_strpool *strings;
+    bool own_strings;       /* the pool is ours to free (cfg gave none) */
+    struct rd_member self;  /* members[0] as a whole record, for rd_swim_self() */
+    struct susp *susp; /* [nsusp]: the suspects' suspicions, in no order */
+    size_t nsusp, susp_cap;
     uint32_t *index;  /* name hash table of (entry index + 1), 0 = empty */
     size_t index_cap; /* power of two, > 2 * cap */
 
@@ -154,7 +185,8 @@ struct rd_swim {
     struct rd_deadlines suspicions; /* suspects, by suspicion deadline */
     struct rd_deadlines tombstones; /* dead and left members but us, by time to forget */
     struct rd_slotrank dead;        /* dead members, for picking one at random */
-    uint32_t *due;                  /* [cap] scratch: slots whose deadline came */
+    uint32_t *due;                  /* [due_cap] scratch: slots whose deadline came */
+    size_t due_cap;                 /* the tombstone heap's room: see reserve_timers() */
 
     uint32_t *probe_order; /* shuffled entry indexes; rebuilt when exhausted */
     size_t probe_len, probe_pos;
@@ -239,13 +271,61 @@ static size_t live_count(const struct rd_swim *s)
     return s->nlive;
 }
 
-/* A member's share of the membership checksum: XXH3-64 of u8 len | name | u32 BE weight. */
-static uint64_t member_hash(const struct rd_member *m)
+static const char *str(const struct rd_swim *s, uint32_t id)
 {
+    return rd_strpool_str(s->strings, id);
+}
+
+static const char *name_of(const struct rd_swim *s, size_t i)
+{
+    return str(s, s->members[i].name);
+}
+
+/* Copies pool string `id` into out[0..RD_..._MAX + 1). */
+static void copy_str(const struct rd_swim *s, uint32_t id, char *out)
+{
+    memcpy(out, str(s, id), rd_strpool_len(s->strings, id) + 1);
+}
+
+/* Member i as a whole record, as the wire and the caller see it. */
+static void get_record(const struct rd_swim *s, size_t i, struct rd_member *out)
+{
+    const struct rec *r = &s->members[i];
+    out->addr = r->addr;
+    out->incarnation = r->incarnation;
+    out->status = r->status;
+    out->weight = r->weight;
+    copy_str(s, r->name, out->name);
+    copy_str(s, r->zone, out->zone);
+    copy_str(s, r->tags, out->tags);
+    copy_str(s, r->suspicion ? s->susp[r->suspicion - 1].accuser : 0, out->accuser);
+}
+
+/* Replaces the pool string at *id with `value`: the new one is taken before the old one
+ * is let go, so an unchanged string is not freed and stored again. 0 or RD_ENOMEM. */
+static int set_str(struct rd_swim *s, uint32_t *id, const char *value)
+{
+    uint32_t next = rd_strpool_intern(s->strings, value, strlen(value));
+    if (next == RD_STRPOOL_NONE) return RD_ENOMEM;
+    rd_strpool_release(s->strings, *id);
+    *id = next;
+    return 0;
+}
+
+/* Member i's record changed: keep the whole copy of ours in step. */
+static void touched(struct rd_swim *s, uint32_t i)
+{
+    if (i == 0) get_record(s, 0, &s->self);
+}
+
+/* A member's share of the membership checksum: XXH3-64 of u8 len | name | u32 BE weight. */
+static uint64_t member_hash(const struct rd_swim *s, size_t i)
+{
+    const struct rec *m = &s->members[i];
     uint8_t buf[1 + RD_NAME_MAX + 4];
-    size_t len = strlen(m->name);
+    size_t len = rd_strpool_len(s->strings, m->name);
     buf[0] = (uint8_t)len;
-    memcpy(buf + 1, m->name, len);
+    memcpy(buf + 1, name_of(s, i), len);
     buf[len + 1] = (uint8_t)(m->weight >> 24);
     buf[len + 2] = (uint8_t)(m->weight >> 16);
     buf[len + 3] = (uint8_t)(m->weight >> 8);
@@ -255,23 +335,18 @@ static uint64_t member_hash(const struct rd_member *m)
 
 /*
  * Adds (sign = 1) or removes (sign = -1) member i's part in the running tallies, so that
- * the checksum and counts cost O(1) per change instead of a pass over the table. The hash
- * added is kept beside the record, and is what is taken away again.
+ * the checksum and counts cost O(1) per change instead of a pass over the table. A part is
+ * always taken away before the record changes, so its hash is the one that was added.
  */
 static void tally(struct rd_swim *s, uint32_t i, int sign)
 {
-    const struct rd_member *m = &s->members[i];
+    const struct rec *m = &s->members[i];
     s->nstatus[m->status & 3] += (size_t)(ptrdiff_t)sign;
     if (m->status == RD_DEAD) rd_slotrank_put(&s->dead, i, sign > 0);
     if (sign > 0 && m->incarnation > s->incarnation_high) s->incarnation_high = m->incarnation;
     if (!in_ring(m->status)) return;
     s->nlive += (size_t)(ptrdiff_t)sign;
-    if (sign > 0) {
-        s->meta[i].ring_hash = member_hash(m);
-        s->checksum += s->meta[i].ring_hash;
-    } else {
-        s->checksum -= s->meta[i].ring_hash;
-    }
+    s->checksum += (uint64_t)(int64_t)sign * member_hash(s, i);
 }
 
 void rd_swim_config_default(struct rd_swim_config *cfg)
@@ -361,7 +436,7 @@ static size_t index_slot(const struct rd_swim *s, const char *name, bool *found)
             *found = false;
             return i;
         }
-        if (strcmp(s->members[v - 1].name, name) == 0) {
+        if (strcmp(name_of(s, v - 1), name) == 0) {
             *found = true;
             return i;
         }
@@ -384,7 +459,7 @@ static void index_remove(struct rd_swim *s, const char *name)
     if (!found) return;
     s->index[hole] = 0;
     for (size_t i = (hole + 1) & mask; s->index[i] != 0; i = (i + 1) & mask) {
-        size_t home = (size_t)name_hash(s->members[s->index[i] - 1].name) & mask;
+        size_t home = (size_t)name_hash(name_of(s, s->index[i] - 1)) & mask;
         /* move i into the hole if its home is not cyclically within (hole, i] */
         bool stays = hole < i ? (home > hole && home <= i) : (home > hole || home <= i);
         if (!stays) {
@@ -398,24 +473,19 @@ static void index_remove(struct rd_swim *s, const char *name)
 static int grow_table(struct rd_swim *s)
 {
     if (s->count < s->cap) return 0;
-    size_t cap = s->cap * 2;
+    /* by a quarter: every member holds a table of every other, so slack is N times over */
+    size_t cap = s->cap + s->cap / 4;
     if (cap > RD_MAX_MEMBERS) cap = RD_MAX_MEMBERS;
     if (cap <= s->count) return RD_E2BIG;
-    struct rd_member *m = realloc(s->members, cap * sizeof *m);
+    struct rec *m = realloc(s->members, cap * sizeof *m);
     if (!m) return RD_ENOMEM;
     s->members = m;
-    struct entry *e = realloc(s->meta, cap * sizeof *e);
-    if (!e) return RD_ENOMEM;
-    s->meta = e;
     uint32_t *o = realloc(s->probe_order, cap * sizeof *o);
     if (!o) return RD_ENOMEM;
     s->probe_order = o;
-    if (rd_txqueue_grow(&s->txq, cap) < 0 || rd_deadlines_grow(&s->suspicions, cap) < 0 ||
-        rd_deadlines_grow(&s->tombstones, cap) < 0 || rd_slotrank_grow(&s->dead, cap) < 0)
+    if (rd_txqueue_grow(&s->txq, cap) < 0 || rd_deadlines_grow_slots(&s->suspicions, cap) < 0 ||
+        rd_deadlines_grow_slots(&s->tombstones, cap) < 0 || rd_slotrank_grow(&s->dead, cap) < 0)
         return RD_ENOMEM;
-    uint32_t *due = realloc(s->due, cap * sizeof *due);
-    if (!due) return RD_ENOMEM;
-    s->due = due;
     size_t icap = s->index_cap;
     while (icap <= 2 * cap)
         icap *= 2;
@@ -427,7 +497,7 @@ static int grow_table(struct rd_swim *s)
         s->index_cap = icap;
         for (size_t i = 0; i < s->count; i++) {
             bool found;
-            s->index[index_slot(s, s->members[i].name, &found)] = (uint32_t)i + 1;
+            s->index[index_slot(s, name_of(s, i), &found)] = (uint32_t)i + 1;
         }
     }
     s->cap = cap;
@@ -472,10 +542,13 @@ static void gossip_soon(struct rd_swim *s)
     s->next_gossip_ms = min_u64(s->next_gossip_ms, eager);
 }
 
-static size_t record_size(const struct rd_member *m)
+static size_t record_size(const struct rd_swim *s, size_t i)
 {
-    return RD_WIRE_MEMBER_BASE + strlen(m->name) + strlen(m->zone) + strlen(m->tags) +
-           strlen(m->accuser);
+    const struct rec *m = &s->members[i];
+    const struct rd_strpool *p = s->strings;
+    uint32_t accuser = m->suspicion ? s->susp[m->suspicion - 1].accuser : 0;
+    return RD_WIRE_MEMBER_BASE + rd_strpool_len(p, m->name) + rd_strpool_len(p, m->zone) +
+           rd_strpool_len(p, m->tags) + rd_strpool_len(p, accuser);
 }
 
 /* Adds record i to the packet scratch if it fits; returns false when it does not. */
@@ -483,10 +556,10 @@ static bool take_record(struct rd_swim *s, uint32_t i, uint32_t *onboard, size_t
 {
     for (size_t k = 0; k < *n; k++)
         if (onboard[k] == i) return true; /* already on board */
-    size_t size = record_size(&s->members[i]);
+    size_t size = record_size(s, i);
     if (size > *budget || *n >= RD_PACKET_MAX_MEMBERS) return false;
     onboard[*n] = i;
-    s->scratch[(*n)++] = s->members[i];
+    get_record(s, i, &s->scratch[(*n)++]);
     *budget -= size;
     return true;
 }
@@ -543,7 +616,7 @@ static struct rd_swim_event *push_event(struct rd_swim *s, uint32_t i, uint8_t o
         s->ev_head = 0;
     }
     struct rd_swim_event *ev = &s->events[(s->ev_head + s->ev_len++) % s->ev_cap];
-    ev->member = s->members[i];
+    get_record(s, i, &ev->member);
     ev->old_status = old_status;
     ev->is_new = is_new;
     ev->self = i == 0;
@@ -559,17 +632,19 @@ static void push_update(struct rd_swim *s, uint32_t i)
     if (ev) ev->updated = true;
 }
 
-/* True when a and b differ in what a member says about itself: weight, zone, tags. */
-static bool record_differs(const struct rd_member *a, const struct rd_member *b)
+/* True when r and member i differ in what a member says about itself: weight, zone, tags. */
+static bool record_differs(const struct rd_swim *s, const struct rd_member *r, size_t i)
 {
-    return a->weight != b->weight || strcmp(a->zone, b->zone) != 0 || strcmp(a->tags, b->tags) != 0;
+    const struct rec *m = &s->members[i];
+    return r->weight != m->weight || strcmp(r->zone, str(s, m->zone)) != 0 ||
+           strcmp(r->tags, str(s, m->tags)) != 0;
 }
 
 /* Reports (at most every reclaim period per member) a namesake at another address. */
 static void push_conflict(struct rd_swim *s, uint32_t i, const struct rd_member *other,
                           uint64_t now_ms)
 {
-    struct entry *e = &s->meta[i];
+    struct rec *e = &s->members[i];
     if (e->conflict_logged_ms && now_ms - e->conflict_logged_ms < s->cfg.reclaim_ms) return;
     e->conflict_logged_ms = now_ms;
     struct rd_swim_event *ev = push_event(s, i, s->members[i].status, false);
@@ -608,6 +683,59 @@ static void queue_sync(struct rd_swim *s, const struct rd_addr *to)
 
 /* ---------------------------------------------------------------- member table */
 
+/* Member i's suspicion, while it is suspect. */
+static struct rd_suspicion *suspicion_of(const struct rd_swim *s, uint32_t i)
+{
+    return &s->susp[s->members[i].suspicion - 1].sp;
+}
+
+/*
+ * The timer heaps hold only the members that have a deadline, and grow as they need. Room
+ * is taken before a change, where a failure can still refuse it whole: room in the
+ * tombstone heap (and for the slots due at once) for every tombstone, every suspect and
+ * `extra` more, since a suspect dies at its deadline where nothing may fail. 0 or RD_ENOMEM.
+ */
+static int reserve_timers(struct rd_swim *s, size_t extra)
+{
+    size_t n = rd_deadlines_len(&s->tombstones) + s->nsusp + extra;
+    if (rd_deadlines_reserve(&s->tombstones, n) < 0) return RD_ENOMEM;
+    if (s->due_cap >= s->tombstones.heap_cap) return 0;
+    uint32_t *due = realloc(s->due, s->tombstones.heap_cap * sizeof *due);
+    if (!due) return RD_ENOMEM;
+    s->due = due;
+    s->due_cap = s->tombstones.heap_cap;
+    return 0;
+}
+
+/* Room for one more suspicion, in the suspicion heap, and for its death (reserve_timers):
+ * taken before a member turns suspect, so that nothing fails halfway. 0 or RD_ENOMEM. */
+static int reserve_suspicion(struct rd_swim *s)
+{
+    if (rd_deadlines_reserve(&s->suspicions, s->nsusp + 1) < 0 || reserve_timers(s, 1) < 0)
+        return RD_ENOMEM;
+    if (s->nsusp < s->susp_cap) return 0;
+    size_t cap = s->susp_cap ? s->susp_cap * 2 : 8;
+    struct susp *sp = realloc(s->susp, cap * sizeof *sp);
+    if (!sp) return RD_ENOMEM;
+    s->susp = sp;
+    s->susp_cap = cap;
+    return 0;
+}
+
+/* Member i is no longer suspect: its suspicion goes, the last one moving into its place. */
+static void end_suspicion(struct rd_swim *s, uint32_t i)
+{
+    uint32_t k = s->members[i].suspicion;
+    if (k == 0) return;
+    s->members[i].suspicion = 0;
+    rd_strpool_release(s->strings, s->susp[k - 1].accuser);
+    size_t last = --s->nsusp;
+    if (k - 1 != last) {
+        s->susp[k - 1] = s->susp[last];
+        s->members[s->susp[k - 1].slot].suspicion = k;
+    }
+}
+
 /*
  * Keeps member i's deadlines in step with its status: a suspicion's is set where it starts
  * (start_suspicion) and dropped when it ends; a tombstone is forgotten tombstone_ms after
@@ -620,34 +748,73 @@ static void follow_status(struct rd_swim *s, uint32_t i)
     if (in_ring(status) || i == 0)
         rd_deadlines_remove(&s->tombstones, i);
     else
-        rd_deadlines_set(&s->tombstones, i, s->meta[i].changed_ms + s->cfg.tombstone_ms);
+        rd_deadlines_set(&s->tombstones, i, s->members[i].changed_ms + s->cfg.tombstone_ms);
 }
 
 static void set_status(struct rd_swim *s, uint32_t i, uint8_t status, uint64_t now_ms)
 {
     bool changed = s->members[i].status != status;
-    if (changed) s->meta[i].changed_ms = now_ms;
+    if (changed) s->members[i].changed_ms = now_ms;
     tally(s, i, -1);
     s->members[i].status = status;
     tally(s, i, 1);
     if (changed) follow_status(s, i);
-    if (status != RD_SUSPECT) s->members[i].accuser[0] = '\0';
+    if (status != RD_SUSPECT) end_suspicion(s, i);
+    touched(s, i);
 }
 
+/* Names `accuser` as suspect i's; out of memory, the record keeps the one it had. */
+static void set_accuser(struct rd_swim *s, uint32_t i, const char *accuser)
+{
+    (void)set_str(s, &s->susp[s->members[i].suspicion - 1].accuser, accuser);
+}
+
+/* Starts (or starts again) member i's suspicion; reserve_suspicion() made the room. */
 static void start_suspicion(struct rd_swim *s, uint32_t i, const char *accuser, uint64_t now_ms)
 {
-    rd_suspicion_start(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser, now_ms);
-    rd_deadlines_set(&s->suspicions, i, s->meta[i].suspicion.deadline_ms);
-    snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
+    if (s->members[i].suspicion == 0) {
+        s->susp[s->nsusp] = (struct susp){.slot = i};
+        s->members[i].suspicion = (uint32_t)++s->nsusp;
+    }
+    struct rd_suspicion *sp = suspicion_of(s, i);
+    rd_suspicion_start(sp, &s->suspicion_cfg, live_count(s), accuser, now_ms);
+    rd_deadlines_set(&s->suspicions, i, sp->deadline_ms);
+    set_accuser(s, i, accuser);
 }
 
 static void confirm_suspicion(struct rd_swim *s, uint32_t i, const char *accuser)
 {
-    if (!rd_suspicion_confirm(&s->meta[i].suspicion, &s->suspicion_cfg, live_count(s), accuser))
-        return;
-    rd_deadlines_set(&s->suspicions, i, s->meta[i].suspicion.deadline_ms);
-    snprintf(s->members[i].accuser, sizeof s->members[i].accuser, "%s", accuser);
+    struct rd_suspicion *sp = suspicion_of(s, i);
+    if (!rd_suspicion_confirm(sp, &s->suspicion_cfg, live_count(s), accuser)) return;
+    rd_deadlines_set(&s->suspicions, i, sp->deadline_ms);
+    set_accuser(s, i, accuser);
     broadcast(s, i); /* let others count this confirmation too */
+}
+
+/*
+ * Takes what `r` says of member i: address, incarnation, weight, zone and tags; not its
+ * status nor its accuser, which set_status and start_suspicion keep. The new strings are
+ * taken before the old ones go. 0, or RD_ENOMEM with nothing changed.
+ */
+static int store_record(struct rd_swim *s, uint32_t i, const struct rd_member *r)
+{
+    struct rec *m = &s->members[i];
+    uint32_t zone = rd_strpool_intern(s->strings, r->zone, strlen(r->zone));
+    uint32_t tags = rd_strpool_intern(s->strings, r->tags, strlen(r->tags));
+    if (zone == RD_STRPOOL_NONE || tags == RD_STRPOOL_NONE) {
+        if (zone != RD_STRPOOL_NONE) rd_strpool_release(s->strings, zone);
+        if (tags != RD_STRPOOL_NONE) rd_strpool_release(s->strings, tags);
+        return RD_ENOMEM;
+    }
+    rd_strpool_release(s->strings, m->zone);
+    rd_strpool_release(s->strings, m->tags);
+    m->zone = zone;
+    m->tags = tags;
+    m->addr = r->addr;
+    m->incarnation = r->incarnation;
+    m->weight = r->weight;
+    touched(s, i);
+    return 0;
 }
 
 static void probe_order_insert(struct rd_swim *s, uint32_t i)
@@ -660,13 +827,20 @@ static void probe_order_insert(struct rd_swim *s, uint32_t i)
     s->probe_len++;
 }
 
+/* A new member from record r, in r's status; a suspect's suspicion is the caller's to start. */
 static int add_member(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
 {
     int rc = grow_table(s);
     if (rc < 0) return rc;
-    uint32_t i = (uint32_t)s->count++;
-    s->members[i] = *r;
-    s->meta[i] = (struct entry){.changed_ms = now_ms};
+    uint32_t name = rd_strpool_intern(s->strings, r->name, strlen(r->name));
+    if (name == RD_STRPOOL_NONE) return RD_ENOMEM;
+    uint32_t i = (uint32_t)s->count;
+    s->members[i] = (struct rec){.name = name, .changed_ms = now_ms, .status = r->status};
+    if (store_record(s, i, r) < 0) {
+        rd_strpool_release(s->strings, name);
+        return RD_ENOMEM;
+    }
+    s->count++;
     bool found;
     s->index[index_slot(s, r->name, &found)] = i + 1;
     tally(s, i, 1);
@@ -684,6 +858,7 @@ static void move_slot(struct rd_swim *s, uint32_t from, uint32_t to)
     bool dead = rd_slotrank_has(&s->dead, from);
     rd_slotrank_put(&s->dead, from, false);
     rd_slotrank_put(&s->dead, to, dead);
+    if (s->members[to].suspicion) s->susp[s->members[to].suspicion - 1].slot = to;
 }
 
 /*
@@ -697,7 +872,12 @@ static void remove_member(struct rd_swim *s, uint32_t i)
     rd_txqueue_remove(&s->txq, i);
     rd_deadlines_remove(&s->suspicions, i);
     rd_deadlines_remove(&s->tombstones, i);
-    index_remove(s, s->members[i].name);
+    end_suspicion(s, i);
+    index_remove(s, name_of(s, i));
+    const struct rec *m = &s->members[i];
+    uint32_t strings[] = {m->name, m->zone, m->tags};
+    for (size_t k = 0; k < sizeof strings / sizeof strings[0]; k++)
+        rd_strpool_release(s->strings, strings[k]);
     for (size_t k = 0; k < s->probe_len; k++)
         if (s->probe_order[k] == i) {
             memmove(&s->probe_order[k], &s->probe_order[k + 1],
@@ -709,9 +889,8 @@ static void remove_member(struct rd_swim *s, uint32_t i)
     uint32_t last = (uint32_t)--s->count;
     if (i != last) {
         s->members[i] = s->members[last];
-        s->meta[i] = s->meta[last];
         bool found;
-        s->index[index_slot(s, s->members[i].name, &found)] = i + 1;
+        s->index[index_slot(s, name_of(s, i), &found)] = i + 1;
         move_slot(s, last, i);
         for (size_t k = 0; k < s->probe_len; k++)
             if (s->probe_order[k] == last) s->probe_order[k] = i;
@@ -721,7 +900,7 @@ static void remove_member(struct rd_swim *s, uint32_t i)
 /* Our own record is contradicted: outrank it and tell everyone. */
 static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now_ms)
 {
-    struct rd_member *me = &s->members[0];
+    struct rec *me = &s->members[0];
     uint64_t inc = accused_incarnation >= me->incarnation ? accused_incarnation : me->incarnation;
     me->incarnation = inc_sat(inc);
     set_status(s, 0, s->leaving ? RD_LEFT : RD_ALIVE, now_ms);
@@ -756,7 +935,7 @@ static void merge_namesake(struct rd_swim *s, const struct rd_member *r, uint64_
     s->conflict_probe_deadline_ms = now_ms + s->cfg.probe_timeout_ms * 2;
     s->conflict_candidate = *r;
     struct rd_msg ping = make_msg(s, RD_MSG_PING, s->conflict_probe_seq);
-    snprintf(ping.target, sizeof ping.target, "%s", s->members[0].name);
+    snprintf(ping.target, sizeof ping.target, "%s", name_of(s, 0));
     send_msg(s, &r->addr, r->name, &ping);
 }
 
@@ -767,7 +946,7 @@ static void merge_namesake(struct rd_swim *s, const struct rd_member *r, uint64_
  */
 static void merge_about_self(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms)
 {
-    const struct rd_member *me = &s->members[0];
+    const struct rec *me = &s->members[0];
     if (!plausible(me->incarnation, r->incarnation)) {
         s->stats.incarnations_refused++;
         return;
@@ -800,6 +979,9 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
         rec.status = RD_SUSPECT;
         snprintf(rec.accuser, sizeof rec.accuser, "%s", via);
     }
+    if (rec.status == RD_SUSPECT ? reserve_suspicion(s) < 0
+                                 : !in_ring(rec.status) && reserve_timers(s, 1) < 0)
+        return false;
     if (idx < 0) {
         /* A stranger has no history of its own to bound its incarnation, so the table's is
          * used: incarnations start from start times, and no honest member can be that far
@@ -823,7 +1005,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
         return true;
     }
     uint32_t i = (uint32_t)idx;
-    struct rd_member *cur = &s->members[i];
+    const struct rec *cur = &s->members[i];
     uint8_t old = cur->status;
     if (!plausible(cur->incarnation, rec.incarnation)) {
         s->stats.incarnations_refused++;
@@ -836,7 +1018,7 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
                 push_conflict(s, i, &rec, now_ms);
             return false;
         }
-        if (now_ms - s->meta[i].changed_ms < s->cfg.reclaim_ms) return false;
+        if (now_ms - s->members[i].changed_ms < s->cfg.reclaim_ms) return false;
     }
     bool newer = rec.incarnation > cur->incarnation;
     bool same = rec.incarnation == cur->incarnation;
@@ -847,11 +1029,11 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     /* alive wins only when strictly newer; suspect/dead/left also at equal incarnation
      * if they rank higher (alive < suspect < dead < left) */
     if (!(newer || (same && rec.status > old))) return false;
-    bool differs = record_differs(&rec, cur);
+    bool differs = record_differs(s, &rec, i);
     tally(s, i, -1);
-    *cur = rec;
-    cur->status = old; /* set_status records the transition */
+    int stored = store_record(s, i, &rec); /* set_status records the transition */
     tally(s, i, 1);
+    if (stored < 0) return false;
     set_status(s, i, rec.status, now_ms);
     if (rec.status == RD_SUSPECT) start_suspicion(s, i, rec.accuser, now_ms);
     if (old != rec.status)
@@ -942,7 +1124,7 @@ static void start_probe(struct rd_swim *s, uint64_t now_ms)
     if (t < 0) return;
     struct probe *p = &s->probe;
     *p = (struct probe){.active = true, .seq = next_seq(s)};
-    snprintf(p->target, sizeof p->target, "%s", s->members[t].name);
+    snprintf(p->target, sizeof p->target, "%s", name_of(s, t));
     p->timeout_ms = now_ms + scaled(s, s->cfg.probe_timeout_ms);
     p->period_end_ms = s->next_probe_ms;
     struct rd_msg m = make_msg(s, RD_MSG_PING, p->seq);
@@ -964,8 +1146,8 @@ static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
         struct rd_msg m = make_msg(s, RD_MSG_PING_REQ, p->seq);
         snprintf(m.target, sizeof m.target, "%s", p->target);
         m.target_addr = s->members[t].addr;
-        send_msg(s, &s->members[helpers[h]].addr, s->members[helpers[h]].name, &m);
-        snprintf(p->helpers[h], sizeof p->helpers[h], "%s", s->members[helpers[h]].name);
+        send_msg(s, &s->members[helpers[h]].addr, name_of(s, helpers[h]), &m);
+        snprintf(p->helpers[h], sizeof p->helpers[h], "%s", name_of(s, helpers[h]));
     }
     p->nacks_expected = (uint32_t)n;
     s->stats.indirect_probes += n;
@@ -984,15 +1166,16 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
     rd_health_probe_failed(&s->health, p->nacks_expected, p->nacks, s->cfg.awareness_max);
     int t = find_entry(s, p->target);
     if (t <= 0) return;
-    struct rd_member *m = &s->members[t];
+    const struct rec *m = &s->members[t];
     if (m->status == RD_ALIVE) {
+        if (reserve_suspicion(s) < 0) return;
         uint8_t old = m->status;
         set_status(s, (uint32_t)t, RD_SUSPECT, now_ms);
-        start_suspicion(s, (uint32_t)t, s->members[0].name, now_ms);
+        start_suspicion(s, (uint32_t)t, name_of(s, 0), now_ms);
         push_event(s, (uint32_t)t, old, false);
         broadcast(s, (uint32_t)t);
     } else if (m->status == RD_SUSPECT) {
-        confirm_suspicion(s, (uint32_t)t, s->members[0].name);
+        confirm_suspicion(s, (uint32_t)t, name_of(s, 0));
     }
 }
 
@@ -1022,22 +1205,28 @@ static int fail(const char **why, const char *reason)
     return RD_ECORRUPT;
 }
 
-/* Counts per status, live count and checksum (from the kept shares) against the table. */
+/* Counts per status and live count against the table. */
 static int check_tallies(const struct rd_swim *s, const char **why)
 {
     size_t nstatus[4] = {0}, nlive = 0;
-    uint64_t checksum = 0;
     for (size_t i = 0; i < s->count; i++) {
         uint8_t status = s->members[i].status;
         if (status > RD_LEFT) return fail(why, "table: a member with no valid status");
         nstatus[status]++;
-        if (!in_ring(status)) continue;
-        nlive++;
-        checksum += s->meta[i].ring_hash;
+        nlive += in_ring(status);
     }
     if (memcmp(nstatus, s->nstatus, sizeof nstatus) != 0)
         return fail(why, "tally: the counts per status are not the table's");
     if (nlive != s->nlive) return fail(why, "tally: the live count is not the table's");
+    return 0;
+}
+
+/* The running checksum against the table's records, rehashed. */
+static int check_checksum(const struct rd_swim *s, const char **why)
+{
+    uint64_t checksum = 0;
+    for (size_t i = 0; i < s->count; i++)
+        if (in_ring(s->members[i].status)) checksum += member_hash(s, i);
     if (checksum != s->checksum) return fail(why, "tally: the checksum is not the table's");
     return 0;
 }
@@ -1053,19 +1242,26 @@ static int check_timer_sizes(const struct rd_swim *s, const char **why)
         return fail(why, "timers: the tombstone heap does not hold exactly the tombstones");
     if (rd_slotrank_count(&s->dead) != s->nstatus[RD_DEAD])
         return fail(why, "timers: the dead set does not hold exactly the dead");
+    if (s->nsusp != s->nstatus[RD_SUSPECT])
+        return fail(why, "timers: the suspicions are not as many as the suspects");
+    if (s->tombstones.heap_cap < tombstones + s->nsusp || s->due_cap < s->tombstones.heap_cap ||
+        s->suspicions.heap_cap < s->nsusp)
+        return fail(why, "timers: no room reserved for a suspect's death");
     return 0;
 }
 
 /* Member i is in the timer sets its status puts it in, at the deadlines it has. */
 static int check_member_timers(const struct rd_swim *s, size_t i, const char **why)
 {
-    const struct rd_member *m = &s->members[i];
-    const struct entry *e = &s->meta[i];
+    const struct rec *m = &s->members[i], *e = m;
     uint32_t slot = (uint32_t)i;
     bool tombstone = i != 0 && !in_ring(m->status);
+    if ((m->suspicion != 0) != (m->status == RD_SUSPECT) ||
+        (m->suspicion && (m->suspicion > s->nsusp || s->susp[m->suspicion - 1].slot != slot)))
+        return fail(why, "timers: a suspect without its own suspicion, or another member with one");
     if (rd_deadlines_has(&s->suspicions, slot) != (m->status == RD_SUSPECT) ||
         (m->status == RD_SUSPECT &&
-         rd_deadlines_at(&s->suspicions, slot) != e->suspicion.deadline_ms))
+         rd_deadlines_at(&s->suspicions, slot) != suspicion_of(s, slot)->deadline_ms))
         return fail(why,
                     "timers: a suspect not in the heap at its deadline, or another member in it");
     if (rd_deadlines_has(&s->tombstones, slot) != tombstone ||
@@ -1081,18 +1277,23 @@ static int check_member_timers(const struct rd_swim *s, size_t i, const char **w
 static int check_whole(const struct rd_swim *s, const char **why)
 {
     if (s->count == 0 || s->count > s->cap) return fail(why, "table: count out of range");
+    struct rd_member self;
+    get_record(s, 0, &self);
+    if (strcmp(self.name, s->self.name) != 0 || strcmp(self.zone, s->self.zone) != 0 ||
+        strcmp(self.tags, s->self.tags) != 0 || self.incarnation != s->self.incarnation ||
+        self.status != s->self.status || self.weight != s->self.weight ||
+        !rd_addr_equal(&self.addr, &s->self.addr))
+        return fail(why, "table: the copy of our own record is not the table's");
     if (rd_txqueue_check_lists(&s->txq, s->count, why) < 0) return RD_ECORRUPT;
     if (check_tallies(s, why) < 0) return RD_ECORRUPT;
     return check_timer_sizes(s, why);
 }
 
-/* Member i is found by its name at slot i, and its kept checksum share is its record's. */
+/* Member i is found by its name at slot i. */
 static int check_member(const struct rd_swim *s, size_t i, const char **why)
 {
-    if (find_entry(s, s->members[i].name) != (int)i)
+    if (find_entry(s, name_of(s, i)) != (int)i)
         return fail(why, "name index: a member is not found at its slot");
-    if (in_ring(s->members[i].status) && s->meta[i].ring_hash != member_hash(&s->members[i]))
-        return fail(why, "tally: a member's checksum share is not its record's");
     return check_member_timers(s, i, why);
 }
 
@@ -1104,7 +1305,7 @@ static int check_index_slot(const struct rd_swim *s, size_t k, const char **why)
     if (v == 0) return 0;
     if (v > s->count) return fail(why, "name index: an entry beyond the table");
     bool found;
-    if (index_slot(s, s->members[v - 1].name, &found) != k)
+    if (index_slot(s, name_of(s, v - 1), &found) != k)
         return fail(why, "name index: an entry that a lookup of its name does not reach");
     return 0;
 }
@@ -1144,7 +1345,7 @@ static int check_slot(const struct rd_swim *s, enum check_kind kind, size_t k, c
 
 int rd_swim_check(const struct rd_swim *s, const char **why)
 {
-    if (check_whole(s, why) < 0) return RD_ECORRUPT;
+    if (check_whole(s, why) < 0 || check_checksum(s, why) < 0) return RD_ECORRUPT;
     for (int kind = 0; kind < CHECK_KINDS; kind++)
         for (size_t k = 0; k < check_slots(s, kind); k++)
             if (check_slot(s, kind, k, why) < 0) return RD_ECORRUPT;
@@ -1163,6 +1364,9 @@ static int check_step(struct rd_swim *s, const char **why)
         for (size_t k = 0; k < window && k < n; k++) {
             *next = *next + 1 < n ? *next + 1 : 0;
             if (check_slot(s, kind, *next, why) < 0) return RD_ECORRUPT;
+            /* the checksum, a rehash of the whole table, once per round of the members */
+            if (kind == CHECK_MEMBER && *next == 0 && check_checksum(s, why) < 0)
+                return RD_ECORRUPT;
         }
     }
     return 0;
@@ -1174,7 +1378,7 @@ static void check_invariants(struct rd_swim *s, const char *after)
 {
     const char *why = NULL;
     if (check_step(s, &why) == 0) return;
-    fprintf(stderr, "%s: membership invariant broken after %s: %s\n", s->members[0].name, after,
+    fprintf(stderr, "%s: membership invariant broken after %s: %s\n", name_of(s, 0), after,
             why);
     abort();
 }
@@ -1257,13 +1461,13 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
 {
     switch (m->type) {
     case RD_MSG_PING:
-        if (strcmp(m->target, s->members[0].name) != 0)
+        if (strcmp(m->target, name_of(s, 0)) != 0)
             return; /* meant for whoever had this address before */
         answer_ping(s, now_ms, from, from_name, known, asked, m);
         break;
     case RD_MSG_ACK:
         if (s->conflict_probe_seq && m->seq == s->conflict_probe_seq &&
-            strcmp(from_name, s->members[0].name) == 0) {
+            strcmp(from_name, name_of(s, 0)) == 0) {
             s->conflict = true; /* our name answered from another address */
             s->conflict_with = s->conflict_candidate;
             s->conflict_probe_seq = 0;
@@ -1315,7 +1519,7 @@ static void recv_packet(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
                         const struct rd_packet *pkt)
 {
     s->stats.packets_in++;
-    if (strcmp(pkt->from, s->members[0].name) == 0) {
+    if (strcmp(pkt->from, name_of(s, 0)) == 0) {
         /* our own name from elsewhere: a namesake. Its news would be about itself under
          * our name, so only its conflict probe (answered, so that it learns it must stop)
          * and its answer to ours matter. */
@@ -1392,7 +1596,7 @@ static size_t take_due(struct rd_swim *s, struct rd_deadlines *d, uint64_t now_m
     size_t n = 0;
     for (uint32_t i; (i = rd_deadlines_pop_due(d, now_ms)) != RD_DEADLINES_NONE;)
         s->due[n++] = i;
-    qsort(s->due, n, sizeof *s->due, compare_slots);
+    if (n > 1) qsort(s->due, n, sizeof *s->due, compare_slots);
     return n;
 }
 
@@ -1417,7 +1621,7 @@ static void run_gossip(struct rd_swim *s, uint64_t now_ms)
     size_t n = random_members(s, to, k, -1);
     struct rd_msg none = {0};
     for (size_t h = 0; h < n; h++)
-        send_msg(s, &s->members[to[h]].addr, s->members[to[h]].name, &none);
+        send_msg(s, &s->members[to[h]].addr, name_of(s, to[h]), &none);
 }
 
 static void run_sync(struct rd_swim *s, uint64_t now_ms)
@@ -1575,7 +1779,7 @@ bool rd_swim_poll_send(struct rd_swim *s, uint64_t now_ms, struct rd_addr *to,
     s->out_len--;
     *to = o->to;
     memset(pkt, 0, sizeof *pkt);
-    snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
+    snprintf(pkt->from, sizeof pkt->from, "%s", name_of(s, 0));
     if (o->msg.type != 0) pkt->msgs[pkt->nmsgs++] = o->msg;
     piggyback(s, o->to_name, o->with_self, o->cap, pkt->nmsgs, pkt);
     s->stats.packets_out++;
@@ -1597,26 +1801,36 @@ bool rd_swim_poll_event(struct rd_swim *s, struct rd_swim_event *ev)
     *ev = s->events[s->ev_head];
     s->ev_head = (s->ev_head + 1) % s->ev_cap;
     s->ev_len--;
+    if (s->ev_len == 0 && s->ev_cap > EVENT_QUEUE_KEEP) {
+        free(s->events);
+        s->events = NULL;
+        s->ev_cap = s->ev_head = 0;
+    }
     return true;
 }
 
 /* ---------------------------------------------------------------- sync, join, leave */
 
-void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt)
+struct rd_member *rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt)
 {
     memset(pkt, 0, sizeof *pkt);
-    snprintf(pkt->from, sizeof pkt->from, "%s", s->members[0].name);
+    struct rd_member *all = malloc(s->count * sizeof *all);
+    if (!all) return NULL;
+    for (size_t i = 0; i < s->count; i++)
+        get_record(s, i, &all[i]);
+    snprintf(pkt->from, sizeof pkt->from, "%s", name_of(s, 0));
     struct rd_msg m = make_msg(s, RD_MSG_SYNC, 0);
     m.flags = flags;
     m.checksum = rd_swim_checksum(s);
     pkt->msgs[pkt->nmsgs++] = m;
-    pkt->members = s->members; /* the dense table is exactly the state */
+    pkt->members = all;
     pkt->nmembers = s->count;
+    return all;
 }
 
 bool rd_swim_sync_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_packet *pkt)
 {
-    if (strcmp(pkt->from, s->members[0].name) == 0) return false;
+    if (strcmp(pkt->from, name_of(s, 0)) == 0) return false;
     s->stats.syncs_in++;
     s->heard = true; /* joined only once our own exchange is answered: rd_swim_sync_done */
     uint64_t refutes = s->stats.refutes;
@@ -1704,17 +1918,18 @@ int rd_swim_update_self(struct rd_swim *s, uint64_t now_ms, uint32_t weight, con
                         const char *tags)
 {
     if (s->leaving) return RD_EREFUSED;
-    struct rd_member next = s->members[0];
+    struct rd_member next = s->self;
     if (strlen(zone) >= sizeof next.zone || strlen(tags) >= sizeof next.tags) return RD_EINVAL;
     next.weight = weight;
     strcpy(next.zone, zone);
     strcpy(next.tags, tags);
     if (!rd_member_valid(&next)) return RD_EINVAL;
-    if (!record_differs(&next, &s->members[0])) return 0;
+    if (!record_differs(s, &next, 0)) return 0;
     next.incarnation = inc_sat(next.incarnation);
     tally(s, 0, -1);
-    s->members[0] = next;
+    int stored = store_record(s, 0, &next);
     tally(s, 0, 1);
+    if (stored < 0) return stored;
     push_update(s, 0);
     broadcast_n(s, 0, 2); /* as a refutation: every member must hear it */
     s->next_gossip_ms = now_ms;
@@ -1731,6 +1946,7 @@ int rd_swim_force_leave(struct rd_swim *s, uint64_t now_ms, const char *name, bo
     uint8_t old = s->members[i].status;
     if (old == RD_LEFT) return 0;
     if (in_ring(old) && !prune) return RD_EREFUSED;
+    if (reserve_timers(s, 1) < 0) return RD_ENOMEM;
     set_status(s, i, RD_LEFT, now_ms);
     push_event(s, i, old, false);
     broadcast_n(s, i, 2);
@@ -1743,7 +1959,7 @@ int rd_swim_force_leave(struct rd_swim *s, uint64_t now_ms, const char *name, bo
 
 const struct rd_member *rd_swim_self(const struct rd_swim *s)
 {
-    return &s->members[0];
+    return &s->self;
 }
 
 size_t rd_swim_member_count(const struct rd_swim *s)
@@ -1751,15 +1967,32 @@ size_t rd_swim_member_count(const struct rd_swim *s)
     return s->count;
 }
 
-const struct rd_member *rd_swim_member(const struct rd_swim *s, size_t i)
+bool rd_swim_member(const struct rd_swim *s, size_t i, struct rd_member_view *out)
 {
-    return i < s->count ? &s->members[i] : NULL;
+    if (i >= s->count) return false;
+    const struct rec *m = &s->members[i];
+    *out = (struct rd_member_view){.name = str(s, m->name),
+                                   .zone = str(s, m->zone),
+                                   .tags = str(s, m->tags),
+                                   .addr = m->addr,
+                                   .incarnation = m->incarnation,
+                                   .weight = m->weight,
+                                   .status = m->status};
+    return true;
 }
 
-const struct rd_member *rd_swim_find(const struct rd_swim *s, const char *name)
+bool rd_swim_find(const struct rd_swim *s, const char *name, struct rd_member *out)
 {
     int i = find_entry(s, name);
-    return i < 0 ? NULL : &s->members[i];
+    if (i < 0) return false;
+    if (out) get_record(s, (size_t)i, out);
+    return true;
+}
+
+int rd_swim_status_of(const struct rd_swim *s, const char *name)
+{
+    int i = find_entry(s, name);
+    return i < 0 ? -1 : s->members[i].status;
 }
 
 void rd_swim_counts(const struct rd_swim *s, size_t counts[4])
@@ -1797,6 +2030,12 @@ const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s)
 struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_member *self,
                             uint64_t seed, uint64_t now_ms)
 {
+    return rd_swim_new_shared(cfg, self, seed, now_ms, NULL);
+}
+
+struct rd_swim *rd_swim_new_shared(const struct rd_swim_config *cfg, const struct rd_member *self,
+                                   uint64_t seed, uint64_t now_ms, struct rd_strpool *strings)
+{
     if (!rd_member_valid(self) || cfg->probe_interval_ms == 0 || cfg->gossip_interval_ms == 0)
         return NULL;
     struct rd_swim *s = calloc(1, sizeof *s);
@@ -1811,17 +2050,22 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     rd_rand_seed(&s->rng, seed);
     s->cap = 8;
     s->index_cap = 32;
+    s->strings = strings;
+    if (!s->strings) {
+        s->strings = rd_strpool_new();
+        s->own_strings = true;
+    }
     s->members = malloc(s->cap * sizeof *s->members);
-    s->meta = malloc(s->cap * sizeof *s->meta);
     s->probe_order = malloc(s->cap * sizeof *s->probe_order);
     s->index = calloc(s->index_cap, sizeof *s->index);
     s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
     s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
-    s->due = malloc(s->cap * sizeof *s->due);
-    if (!s->members || !s->meta || !s->probe_order || !s->index || !s->outq || !s->scratch ||
-        !s->due || rd_txqueue_init(&s->txq, s->cap) < 0 ||
-        rd_deadlines_init(&s->suspicions, s->cap) < 0 ||
-        rd_deadlines_init(&s->tombstones, s->cap) < 0 || rd_slotrank_init(&s->dead, s->cap) < 0) {
+    if (!s->strings || !s->members || !s->probe_order || !s->index || !s->outq || !s->scratch ||
+        rd_txqueue_init(&s->txq, s->cap) < 0 ||
+        rd_deadlines_init(&s->suspicions, 0) < 0 ||
+        rd_deadlines_grow_slots(&s->suspicions, s->cap) < 0 ||
+        rd_deadlines_init(&s->tombstones, 0) < 0 ||
+        rd_deadlines_grow_slots(&s->tombstones, s->cap) < 0 || rd_slotrank_init(&s->dead, s->cap) < 0) {
         rd_swim_delete(s);
         return NULL;
     }
@@ -1829,7 +2073,10 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
     struct rd_member me = *self;
     me.status = RD_ALIVE;
     me.accuser[0] = '\0';
-    add_member(s, &me, now_ms);
+    if (add_member(s, &me, now_ms) < 0) {
+        rd_swim_delete(s);
+        return NULL;
+    }
     s->probe_len = s->probe_pos = 0; /* we never probe ourselves */
     broadcast(s, 0);
     s->joined = false;
@@ -1849,8 +2096,18 @@ struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_me
 void rd_swim_delete(struct rd_swim *s)
 {
     if (!s) return;
+    /* a shared pool outlives us: give back what the table holds */
+    for (size_t i = 0; i < s->count && !s->own_strings; i++) {
+        const struct rec *m = &s->members[i];
+        uint32_t strings[] = {m->name, m->zone, m->tags};
+        for (size_t k = 0; k < sizeof strings / sizeof strings[0]; k++)
+            rd_strpool_release(s->strings, strings[k]);
+    }
+    if (s->own_strings) rd_strpool_delete(s->strings);
     free(s->members);
-    free(s->meta);
+    for (size_t k = 0; k < s->nsusp && !s->own_strings; k++)
+        rd_strpool_release(s->strings, s->susp[k].accuser);
+    free(s->susp);
     free(s->probe_order);
     free(s->index);
     free(s->outq);

@@ -25,6 +25,7 @@
 
 #include "member.h"
 #include "msg.h"
+#include "strpool.h"
 
 /** Timing and fan-out. rd_swim_config_default() gives memberlist's LAN profile, except
  *  that a suspicion confirmed by 2 independent accusers times out at half its minimum
@@ -118,6 +119,13 @@ struct rd_swim;
  */
 struct rd_swim *rd_swim_new(const struct rd_swim_config *cfg, const struct rd_member *self,
                             uint64_t seed, uint64_t now_ms);
+/**
+ * rd_swim_new(), with the names, zones and tags kept in `strings` instead of a pool of the
+ * core's own: cores that share one (the simulator's thousands) store each string once.
+ * The pool must outlive the core.
+ */
+struct rd_swim *rd_swim_new_shared(const struct rd_swim_config *cfg, const struct rd_member *self,
+                                   uint64_t seed, uint64_t now_ms, struct rd_strpool *strings);
 /** Frees everything. NULL is fine. */
 void rd_swim_delete(struct rd_swim *s);
 
@@ -149,10 +157,11 @@ bool rd_swim_poll_sync(struct rd_swim *s, struct rd_addr *to);
 bool rd_swim_poll_event(struct rd_swim *s, struct rd_swim_event *ev);
 
 /**
- * Fills *pkt with a SYNC carrying our whole member table (members point into the core's
- * scratch, valid until the next call on `s`). `flags` are RD_SYNC_* for the message.
+ * Fills *pkt with a SYNC carrying our whole member table. `flags` are RD_SYNC_* for the
+ * message. The records are a copy of the table made for this call: pkt->members points at
+ * the array returned, which the caller frees. NULL if memory fails (then *pkt is empty).
  */
-void rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt);
+struct rd_member *rd_swim_sync_state(struct rd_swim *s, uint8_t flags, struct rd_packet *pkt);
 /**
  * Merges a peer's full state. A death we hear this way is taken as a suspicion. Returns
  * true if the peer asked for our state in return (then send rd_swim_sync_state()).
@@ -209,18 +218,34 @@ int rd_swim_update_self(struct rd_swim *s, uint64_t now_ms, uint32_t weight, con
  * "Force-leave"). A dead member only, unless `prune`; the member itself, if it is in fact
  * alive, refutes with a higher incarnation and is alive again everywhere. Returns 0 (also
  * for a member already left), RD_ENOENT for an unknown name, RD_EINVAL for ourselves,
- * RD_EREFUSED for an alive or suspect member without `prune`.
+ * RD_EREFUSED for an alive or suspect member without `prune`, RD_ENOMEM.
  */
 int rd_swim_force_leave(struct rd_swim *s, uint64_t now_ms, const char *name, bool prune);
 
-/** Our own record as the cluster should know it. */
+/** Our own record as the cluster should know it. Valid until the next call that changes s. */
 const struct rd_member *rd_swim_self(const struct rd_swim *s);
 /** Number of known members (self, alive, suspect, dead and left tombstones). */
 size_t rd_swim_member_count(const struct rd_swim *s);
-/** Member i, 0 <= i < count, in no particular order (0 is self). Valid until the next call. */
-const struct rd_member *rd_swim_member(const struct rd_swim *s, size_t i);
-/** Looks a member up by name; NULL if unknown. */
-const struct rd_member *rd_swim_find(const struct rd_swim *s, const char *name);
+/**
+ * A member as the table holds it. The table keeps members compact, its strings interned in
+ * a pool, so a member is read through a view whose strings point into that pool: valid
+ * until the next call that changes the core.
+ */
+struct rd_member_view {
+    const char *name, *zone, *tags;
+    struct rd_addr addr;
+    uint64_t incarnation;
+    uint32_t weight;
+    uint8_t status; /**< enum rd_status */
+};
+/** Fills *out with member i, 0 <= i < count; false if there is none. In no particular
+ *  order (0 is self). */
+bool rd_swim_member(const struct rd_swim *s, size_t i, struct rd_member_view *out);
+/** Looks a member up by name and copies it into *out (when out is not NULL); false if
+ *  unknown. */
+bool rd_swim_find(const struct rd_swim *s, const char *name, struct rd_member *out);
+/** The status of member `name` (enum rd_status), or -1 if unknown; copies nothing. */
+int rd_swim_status_of(const struct rd_swim *s, const char *name);
 /** Members per status (self included), indexed by enum rd_status. */
 void rd_swim_counts(const struct rd_swim *s, size_t counts[4]);
 /**

@@ -53,6 +53,7 @@ struct sim {
     uint64_t seed, now, order;
     struct rd_rand rng;
     struct rd_swim_config cfg;
+    struct rd_strpool *strings; /* every member's names: one copy, not one per member */
     size_t n;
     struct simm *m;
     double *loss; /* n*n, from*n+to */
@@ -185,15 +186,19 @@ static void do_sync(struct sim *sim, size_t i, const struct rd_addr *to)
     struct rd_packet pkt, in;
     /* every member builds the default ring: the frames carry its parameters, as the agent's */
     const struct rd_ring_params ring = {RD_RING_SPEC, RD_RING_MODE_RINGD, RD_RING_VNODES_DEFAULT};
-    rd_swim_sync_state(a->swim, RD_SYNC_REPLY, &pkt);
+    struct rd_member *state = rd_swim_sync_state(a->swim, RD_SYNC_REPLY, &pkt);
+    if (!state) abort();
     pkt.msgs[0].ring = ring;
     sim->syncs++;
     sim->sync_bytes += roundtrip(sim, &pkt, &in);
+    free(state);
     bool reply = rd_swim_sync_recv(b->swim, sim->now, &in);
     if (reply) {
-        rd_swim_sync_state(b->swim, 0, &pkt);
+        state = rd_swim_sync_state(b->swim, 0, &pkt);
+        if (!state) abort();
         pkt.msgs[0].ring = ring;
         sim->sync_bytes += roundtrip(sim, &pkt, &in);
+        free(state);
         rd_swim_sync_recv(a->swim, sim->now, &in);
         rd_swim_sync_done(a->swim, sim->now, to); /* our exchange was answered: joined */
     }
@@ -380,6 +385,9 @@ struct sim *sim_new(size_t n, uint64_t seed, const struct rd_swim_config *cfg)
     sim->seed = seed;
     sim->now = 1000000;
     sim->cfg = *cfg;
+    /* one pool for every member's strings: each holds the names of all the others */
+    sim->strings = rd_strpool_new();
+    if (!sim->strings) abort();
     rd_rand_seed(&sim->rng, seed);
     sim->m = calloc(n, sizeof *sim->m);
     sim->loss = calloc(n * n, sizeof *sim->loss);
@@ -428,6 +436,7 @@ void sim_delete(struct sim *sim)
     free(sim->drain);
     free(sim->buf);
     free(sim->decoded);
+    rd_strpool_delete(sim->strings);
     free(sim);
 }
 
@@ -455,7 +464,7 @@ void sim_start_as(struct sim *sim, size_t i, size_t seed_member, size_t as)
     /* a new life outranks the previous one: the incarnation is the (virtual) start time */
     self.incarnation = sim->now;
     uint64_t seed = sim->seed ^ (0x9E3779B97F4A7C15ull * (i + 1)) ^ ((uint64_t)++m->lives << 48);
-    m->swim = rd_swim_new(&sim->cfg, &self, seed, sim->now);
+    m->swim = rd_swim_new_shared(&sim->cfg, &self, seed, sim->now, sim->strings);
     if (!m->swim) abort();
     m->state = SIM_UP;
     m->leaving = false;
@@ -621,8 +630,7 @@ int sim_view(struct sim *sim, size_t viewer, size_t about)
 {
     struct rd_swim *s = sim->m[viewer].swim;
     if (!s) return -1;
-    const struct rd_member *m = rd_swim_find(s, sim->m[about].name);
-    return m ? m->status : -1;
+    return rd_swim_status_of(s, sim->m[about].name);
 }
 
 bool sim_all_see(struct sim *sim, size_t about, int status)

@@ -93,13 +93,13 @@
 #define EXPOSURE_S      54000.0 /* member-seconds in the window: 15 member-hours */
 #define GOSSIP_ROUND_MS 200.0
 #define PROBE_PERIOD_MS 1000.0
-/* A member's table: per known member, the record (464 bytes), its bookkeeping (112) and
- * its index, pending and probe slots (24); and an event queue that grows to hold the N
- * "new member" events of a join (488 bytes each, in a power-of-two ring) and keeps that
- * capacity. Used only to decide whether a cell can run here; it overestimates ru_maxrss
- * (in the CSV) by 5-20%. */
-#define BYTES_PER_MEMBER 600.0
-#define BYTES_PER_EVENT  488.0
+/* A member's table: per known member, the 64-byte record and its index, queue, heap and
+ * probe slots, with the table's growth slack (140 bytes in all, measured); and per member
+ * its fixed queues (outgoing messages, relays, packet scratch, the simulator's socket
+ * buffer: 80 KB). Used only to decide whether a cell can run here; it overestimates
+ * ru_maxrss (in the CSV) by 10-20%. */
+#define BYTES_PER_MEMBER 140.0
+#define BYTES_PER_CORE   80e3
 #define BYTES_PER_LINK   9.0 /* the simulator's loss (double) and cut (bool) matrices */
 #define NONE             UINT64_MAX
 
@@ -343,10 +343,7 @@ static void status_of(const struct cell *c, char *buf, size_t len)
 
 static double cell_bytes(size_t n)
 {
-    size_t slots = 16;
-    while (slots < n)
-        slots *= 2;
-    double table = (double)n * BYTES_PER_MEMBER + (double)slots * BYTES_PER_EVENT;
+    double table = (double)n * BYTES_PER_MEMBER + BYTES_PER_CORE;
     return (double)n * table + (double)n * (double)n * BYTES_PER_LINK + 64e6;
 }
 

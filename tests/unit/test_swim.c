@@ -346,10 +346,10 @@ static void test_name_conflict_stops_the_newcomer_and_keeps_the_original(void **
     assert_null(rd_swim_conflict(sim_swim(sim, 2)));
     /* everyone still has m2 at its own address */
     for (size_t i = 0; i < 5; i++) {
-        const struct rd_member *m = rd_swim_find(sim_swim(sim, i), "m2");
-        assert_non_null(m);
-        assert_int_equal(m->addr.port, rd_swim_self(sim_swim(sim, 2))->addr.port);
-        assert_int_equal(m->status, RD_ALIVE);
+        struct rd_member m;
+        assert_true(rd_swim_find(sim_swim(sim, i), "m2", &m));
+        assert_int_equal(m.addr.port, rd_swim_self(sim_swim(sim, 2))->addr.port);
+        assert_int_equal(m.status, RD_ALIVE);
     }
     sim_delete(sim);
 }
@@ -457,7 +457,8 @@ static uint8_t probe_answered_by(const char *from_name, const struct rd_addr *fr
     rd_swim_recv(s, now, from, &ack);
     run_alone(s, &now, now + cfg.probe_interval_ms + 100,
               NULL); /* this probe judged, not the next */
-    uint8_t status = rd_swim_find(s, "n1")->status;
+    int status = rd_swim_status_of(s, "n1");
+    assert_true(status >= 0);
     rd_swim_delete(s);
     return status;
 }
@@ -487,7 +488,7 @@ static void test_a_first_record_cannot_be_planted_beyond_reach(void **state)
     for (size_t i = 0; i < 5; i++)
         forge_record(sim, i, &planted);
     for (size_t i = 0; i < 5; i++) {
-        assert_null(rd_swim_find(sim_swim(sim, i), sim_name(sim, 5)));
+        assert_false(rd_swim_find(sim_swim(sim, i), sim_name(sim, 5), NULL));
         assert_int_equal(rd_swim_stats(sim_swim(sim, i))->incarnations_refused, 1);
     }
     sim_start(sim, 5, 0);
@@ -618,7 +619,7 @@ static void test_a_full_member_table_counts_what_it_refuses(void **state)
     size_t n;
     ping_from_n1(s, 1, &extra, 1, &n);
     assert_int_equal(rd_swim_member_count(s), RD_MAX_MEMBERS);
-    assert_null(rd_swim_find(s, "extra"));
+    assert_false(rd_swim_find(s, "extra", NULL));
     assert_int_equal(rd_swim_stats(s)->members_refused_full, 1);
     rd_swim_delete(s);
 }
@@ -807,10 +808,10 @@ static void test_tombstones_are_reaped_after_their_time(void **state)
     assert_int_equal(rd_swim_member_count(sim_swim(sim, 0)), 5);
     /* kept long enough that late rumours cannot resurrect it, then forgotten */
     sim_run(sim, 30000);
-    assert_non_null(rd_swim_find(sim_swim(sim, 0), "m4"));
+    assert_true(rd_swim_find(sim_swim(sim, 0), "m4", NULL));
     sim_run(sim, 40000);
     for (size_t i = 0; i < 4; i++) {
-        assert_null(rd_swim_find(sim_swim(sim, i), "m4"));
+        assert_false(rd_swim_find(sim_swim(sim, i), "m4", NULL));
         assert_int_equal(rd_swim_member_count(sim_swim(sim, i)), 4);
     }
     assert_true(sim_converged(sim, 4));
@@ -948,8 +949,9 @@ static bool all_see_record(struct sim *sim, void *arg)
     const struct record_seen *w = arg;
     for (size_t i = 0; i < sim_size(sim); i++) {
         if (i == w->about || sim_state(sim, i) != SIM_UP) continue;
-        const struct rd_member *m = rd_swim_find(sim_swim(sim, i), sim_name(sim, w->about));
-        if (!m || m->status != RD_ALIVE || m->weight != w->weight || strcmp(m->tags, w->tags) != 0)
+        struct rd_member m;
+        if (!rd_swim_find(sim_swim(sim, i), sim_name(sim, w->about), &m) || m.status != RD_ALIVE ||
+            m.weight != w->weight || strcmp(m.tags, w->tags) != 0)
             return false;
     }
     return true;
