@@ -12,9 +12,11 @@
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
  * membership keeps changing, rebuilds average one per RD_REBUILD_GAP_MS after a burst of
- * RD_REBUILD_BURST (a rate limit by theoretical arrival time): a rebuild costs O(points),
- * and in a join storm on a shared host it was most of every agent's CPU, while a join of
- * a few members still settles its ring within a few hundred ms.
+ * RD_REBUILD_BURST (a rate limit by theoretical arrival time), or one per
+ * RD_REBUILD_COST_FACTOR times the last rebuild's wall time when that is longer: a rebuild
+ * costs O(points), and in a join storm on a shared host it was most of every agent's CPU,
+ * stretched in wall time by the agents crowding each other out; a join of a few members on
+ * a quiet host still settles its ring within a few hundred ms.
  * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
  * calls back here after it changed the core, so the agent flushes.
  * Readiness: an agent told to join (needs_join) answers no placement until the core says
@@ -47,6 +49,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "pace.h"
 #include "query.h"
 #include "rand.h"
 #include "rd_err.h"
@@ -58,8 +61,11 @@
 
 /** Changes arriving within this window cost one ring rebuild. */
 #define RD_REBUILD_COALESCE_MS 100
-/** ... and under sustained change, rebuilds average one per this long, */
+/** ... and under sustained change, rebuilds average one per this long at least, */
 #define RD_REBUILD_GAP_MS 1000
+/** ... or per this many times the wall time the last one took, up to the cap (pace.h). */
+#define RD_REBUILD_COST_FACTOR 100
+#define RD_REBUILD_GAP_MAX_MS 10000
 /** ... after a burst of this many at the coalescing pace. */
 #define RD_REBUILD_BURST 3
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
@@ -96,7 +102,7 @@ struct rd_agent {
     struct rd_ring_params ring_params; /* what the ring is built with: agreed at join */
     size_t weight_unwhole;             /* members left out for a fractional weight (ketama) */
     const char *ring_params_source;    /* "set", "default" or "adopted" (INFO) */
-    uint64_t rebuild_tat_ms;           /* rate limit: the next rebuild's theoretical arrival time */
+    struct rd_pace rebuild_pace;       /* when the next rebuild may run (pace.h) */
     bool rebuild_pending;
     bool leaving, left, was_joined;
     /* Not ready (OWNER and friends get -NOTREADY, INFO ready:0) until was_joined: set when
@@ -324,9 +330,9 @@ static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    uint64_t now = now_ms();
-    a->rebuild_tat_ms = (a->rebuild_tat_ms > now ? a->rebuild_tat_ms : now) + RD_REBUILD_GAP_MS;
+    uint64_t now = now_ms(), started_ns = uv_hrtime();
     rebuild_ring(a);
+    rd_pace_done(&a->rebuild_pace, now, uv_hrtime() - started_ns);
     uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
 }
 
@@ -334,10 +340,7 @@ static void schedule_rebuild(struct rd_agent *a)
 {
     if (a->rebuild_pending) return;
     a->rebuild_pending = true;
-    uint64_t now = now_ms(), due = now + RD_REBUILD_COALESCE_MS;
-    uint64_t earliest = a->rebuild_tat_ms - (uint64_t)RD_REBUILD_BURST * RD_REBUILD_GAP_MS;
-    if (a->rebuild_tat_ms > (uint64_t)RD_REBUILD_BURST * RD_REBUILD_GAP_MS && due < earliest)
-        due = earliest;
+    uint64_t now = now_ms(), due = rd_pace_due(&a->rebuild_pace, now);
     uv_timer_start(&a->rebuild_timer, on_rebuild_timer, due - now, 0);
 }
 
@@ -1580,6 +1583,8 @@ int rd_agent_run(const struct rd_agent_config *config)
     ignore_operator_signals();
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
+    a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,
+                                   RD_REBUILD_BURST, RD_REBUILD_COST_FACTOR);
     a->cfg = *config;
     a->loaded = *config;
     sodium_memzero(&a->loaded.keyring, sizeof a->loaded.keyring); /* reload_keyring's part */
