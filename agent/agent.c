@@ -65,7 +65,7 @@
 #define RD_REBUILD_GAP_MS 1000
 /** ... or per this many times the wall time the last one took, up to the cap (pace.h). */
 #define RD_REBUILD_COST_FACTOR 100
-#define RD_REBUILD_GAP_MAX_MS 10000
+#define RD_REBUILD_GAP_MAX_MS  10000
 /** ... after a burst of this many at the coalescing pace. */
 #define RD_REBUILD_BURST 3
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
@@ -1182,8 +1182,7 @@ static void on_sigusr1(uv_signal_t *sig, int signum)
         char addr[RD_ADDR_STRLEN];
         rd_logf(RD_LOG_INFO, "dump: member", RD_FSTR("member", m.name),
                 RD_FSTR("addr", rd_addr_format(&m.addr, addr, sizeof addr)),
-                RD_FSTR("status", rd_status_name(m.status)),
-                RD_FUINT("incarnation", m.incarnation),
+                RD_FSTR("status", rd_status_name(m.status)), RD_FUINT("incarnation", m.incarnation),
                 RD_FDBL("weight", (double)m.weight / RD_WEIGHT_ONE), RD_FSTR("zone", m.zone),
                 RD_FSTR("tags", m.tags));
     }

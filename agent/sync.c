@@ -515,8 +515,7 @@ static bool source_known(const struct rd_sync *s, const struct rd_addr *ip)
     for (size_t i = 1; i < n; i++) { /* 0 is ourselves: our own host proves nothing */
         struct rd_member_view m;
         rd_swim_member(s->swim, i, &m);
-        if ((m.status == RD_ALIVE || m.status == RD_SUSPECT) && same_ip(&m.addr, ip))
-            return true;
+        if ((m.status == RD_ALIVE || m.status == RD_SUSPECT) && same_ip(&m.addr, ip)) return true;
     }
     return false;
 }

@@ -1,9 +1,10 @@
 /*
  * member.h — what the cluster knows about one member, as plain data.
  *
- * These are the records that membership keeps, that the wire carries and that the ring is
- * built from. They are fixed-size and bounded (names, zone and tags have documented limits)
- * so that decoders never allocate per field and a table of members is one array.
+ * These are the records that the wire carries and that membership hands out. They are
+ * fixed-size and bounded (names, zone and tags have documented limits) so that decoders
+ * never allocate per field. Membership's own table keeps them compact instead, with the
+ * strings interned (swim.c), since every member holds one for every other.
  * Validation lives here so that flags, decoders and the core apply the same rules.
  */
 #ifndef RD_MEMBER_H

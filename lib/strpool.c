@@ -60,7 +60,8 @@ static struct str *entry(const struct rd_strpool *p, uint32_t id)
 }
 
 /* Where `hash`/s[0..len) is in the index, or the empty slot where it would go. */
-static size_t find(const struct rd_strpool *p, const char *s, size_t len, uint64_t hash, bool *found)
+static size_t find(const struct rd_strpool *p, const char *s, size_t len, uint64_t hash,
+                   bool *found)
 {
     size_t mask = p->index_cap - 1;
     for (size_t i = (size_t)hash & mask;; i = (i + 1) & mask) {

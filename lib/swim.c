@@ -174,9 +174,9 @@ struct rd_swim {
     struct rec *members;
     size_t count, cap;
     struct rd_strpool *strings;
-    bool own_strings;       /* the pool is ours to free (cfg gave none) */
-    struct rd_member self;  /* members[0] as a whole record, for rd_swim_self() */
-    struct susp *susp; /* [nsusp]: the suspects' suspicions, in no order */
+    bool own_strings;      /* the pool is ours to free (rd_swim_new, not _shared) */
+    struct rd_member self; /* members[0] as a whole record, for rd_swim_self() */
+    struct susp *susp;     /* [nsusp]: the suspects' suspicions, in no order */
     size_t nsusp, susp_cap;
     uint32_t *index;  /* name hash table of (entry index + 1), 0 = empty */
     size_t index_cap; /* power of two, > 2 * cap */
@@ -1378,8 +1378,7 @@ static void check_invariants(struct rd_swim *s, const char *after)
 {
     const char *why = NULL;
     if (check_step(s, &why) == 0) return;
-    fprintf(stderr, "%s: membership invariant broken after %s: %s\n", name_of(s, 0), after,
-            why);
+    fprintf(stderr, "%s: membership invariant broken after %s: %s\n", name_of(s, 0), after, why);
     abort();
 }
 #else
@@ -2061,11 +2060,11 @@ struct rd_swim *rd_swim_new_shared(const struct rd_swim_config *cfg, const struc
     s->outq = malloc(OUT_QUEUE_MAX * sizeof *s->outq);
     s->scratch = malloc(RD_PACKET_MAX_MEMBERS * sizeof *s->scratch);
     if (!s->strings || !s->members || !s->probe_order || !s->index || !s->outq || !s->scratch ||
-        rd_txqueue_init(&s->txq, s->cap) < 0 ||
-        rd_deadlines_init(&s->suspicions, 0) < 0 ||
+        rd_txqueue_init(&s->txq, s->cap) < 0 || rd_deadlines_init(&s->suspicions, 0) < 0 ||
         rd_deadlines_grow_slots(&s->suspicions, s->cap) < 0 ||
         rd_deadlines_init(&s->tombstones, 0) < 0 ||
-        rd_deadlines_grow_slots(&s->tombstones, s->cap) < 0 || rd_slotrank_init(&s->dead, s->cap) < 0) {
+        rd_deadlines_grow_slots(&s->tombstones, s->cap) < 0 ||
+        rd_slotrank_init(&s->dead, s->cap) < 0) {
         rd_swim_delete(s);
         return NULL;
     }

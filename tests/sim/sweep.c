@@ -57,11 +57,11 @@
  * simulator is deterministic, so the digest (a hash of counters and final state) is the
  * same on every replay of the same cell with the same code and options.
  *
- * Memory: every simulated member keeps a full table of every member it knows (~0.6 KB a
- * member) and an event queue that keeps the capacity a join needed (~0.5 KB a member), so
- * a cell needs about N^2 x 1.1 KB, plus N^2 x 9 bytes for the simulator's per-link loss
- * and cut matrices: measured 1.05 GB at N = 1000 and 9.2-9.5 GB at N = 3000; N = 10000
- * would need ~140 GB, so it is skipped here, not faked.
+ * Memory: every simulated member keeps a full table of every member it knows (a 64-byte
+ * record, its slots in the index, queue and heaps, and the table's growth slack: ~140
+ * bytes a member, with all members' names in one shared pool) and ~80 KB of fixed queues,
+ * so a cell needs about N^2 x 140 bytes, plus N^2 x 9 bytes for the simulator's per-link
+ * loss and cut matrices. A cell that does not fit the budget is skipped, not faked.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -693,7 +693,7 @@ int main(int argc, char **argv)
             if (need > o.mem_bytes) {
                 c->skipped = true;
                 snprintf(c->note, sizeof c->note,
-                         "needs ~%.0f GB (N member tables of N records, ~1.1 KB each), "
+                         "needs ~%.0f GB (N member tables of N records, ~140 bytes each), "
                          "%.0f GB allowed here (--mem-gb)",
                          need / 1e9, o.mem_bytes / 1e9);
             } else if (c->n >= SLOW_N && c->loss_pct > 0 && !o.all && !n_set) {

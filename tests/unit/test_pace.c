@@ -22,7 +22,7 @@
 
 struct run {
     size_t rebuilds;
-    uint64_t first_ms, last_ms; /* when the first and the last rebuild ran */
+    uint64_t first_ms, last_ms;      /* when the first and the last rebuild ran */
     uint64_t min_gap_after_burst_ms; /* once the burst allowance is spent */
 };
 
