@@ -68,6 +68,8 @@
 #define RD_REBUILD_GAP_MAX_MS  10000
 /** ... after a burst of this many at the coalescing pace. */
 #define RD_REBUILD_BURST 3
+/** A ring event names the largest this many (from, to) moves of key space. */
+#define RD_RING_EVENT_MOVES 16
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
 #define RD_TRIM_QUIET_MS 5000
 /** A full member table is logged at most this often. */
@@ -176,15 +178,15 @@ static void publish_ring(struct rd_agent *a, const struct rd_ring_diff *d)
     snprintf(checksum, sizeof checksum, "%016" PRIx64, rd_ring_checksum(a->ring));
     snprintf(points, sizeof points, "%zu", rd_ring_point_count(a->ring));
     snprintf(moved, sizeof moved, "%.6f", d->moved);
-    const char *fields[8 + 3 * 16];
+    const char *fields[8 + 3 * RD_RING_EVENT_MOVES];
     size_t n = 0;
     fields[n++] = "ring";
     fields[n++] = version;
     fields[n++] = checksum;
     fields[n++] = points;
     fields[n++] = moved;
-    char shares[16][24];
-    for (size_t k = 0; k < d->nmoves && k < 16; k++) {
+    char shares[RD_RING_EVENT_MOVES][24];
+    for (size_t k = 0; k < d->nmoves && k < RD_RING_EVENT_MOVES; k++) {
         snprintf(shares[k], sizeof shares[k], "%.6f", d->moves[k].fraction);
         fields[n++] = d->moves[k].from;
         fields[n++] = d->moves[k].to;
@@ -278,7 +280,8 @@ static void rebuild_ring(struct rd_agent *a)
         return;
     }
     struct rd_ring_diff d;
-    if (rd_ring_diff(a->ring, ring, &d) < 0) d = (struct rd_ring_diff){.moved = -1};
+    if (rd_ring_diff_top(a->ring, ring, RD_RING_EVENT_MOVES, &d) < 0)
+        d = (struct rd_ring_diff){.moved = -1};
     if (d.moved >= 0) a->last_moved = d.moved;
     rd_ring_delete(a->ring);
     a->ring = ring;
@@ -291,7 +294,7 @@ static void rebuild_ring(struct rd_agent *a)
             RD_FHEX("ring_checksum", rd_ring_checksum(ring)),
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
             RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d.moved),
-            RD_FUINT("moves", d.nmoves), RD_FSTR("largest_move", top));
+            RD_FUINT("moves", d.npairs), RD_FSTR("largest_move", top));
     uint64_t budget, raw;
     if (rd_ring_scaled(ring, &budget, &raw))
         rd_logf(RD_LOG_WARN, "ring scaled to the point limit", RD_FUINT("raw_points", raw),

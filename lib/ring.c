@@ -1548,22 +1548,6 @@ static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint
     return 0;
 }
 
-static int cmp_move_pair(const void *a, const void *b)
-{
-    const struct move_acc *x = a, *y = b;
-    if (x->from != y->from) return x->from < y->from ? -1 : 1;
-    if (x->to != y->to) return x->to < y->to ? -1 : 1;
-    return 0;
-}
-
-static int cmp_move_out(const void *a, const void *b)
-{
-    const struct rd_ring_move *x = a, *y = b;
-    if (x->fraction != y->fraction) return x->fraction > y->fraction ? -1 : 1;
-    int c = strcmp(x->from, y->from);
-    return c ? c : strcmp(x->to, y->to);
-}
-
 /* Did an arc owned by old member `from` and new member `to` change hands? Compared by name
  * (old_to_new); NOBODY on either side (an empty ring, or a member that left) is a change. */
 static bool changed_hands(const uint32_t *old_to_new, uint32_t from, uint32_t to)
@@ -1575,10 +1559,82 @@ static bool changed_hands(const uint32_t *old_to_new, uint32_t from, uint32_t to
 int rd_ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring,
                  struct rd_ring_diff *out)
 {
-    return rd_ring_diff_with(old, new_ring, NULL, out);
+    return rd_ring_diff_with(old, new_ring, SIZE_MAX, NULL, out);
 }
 
-int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
+int rd_ring_diff_top(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
+                     struct rd_ring_diff *out)
+{
+    return rd_ring_diff_with(old, new_ring, max_moves, NULL, out);
+}
+
+/* Pair a's place in the output order (largest share first, then names), against b's. */
+static int cmp_pair_out(const struct rd_ring *old, const struct rd_ring *new_ring,
+                        const struct move_acc *a, const struct move_acc *b)
+{
+    double fa = u128_fraction(a->len), fb = u128_fraction(b->len);
+    if (fa != fb) return fa > fb ? -1 : 1;
+    const char *na = a->from != NOBODY ? old->names[a->from].s : "";
+    const char *nb = b->from != NOBODY ? old->names[b->from].s : "";
+    int c = strcmp(na, nb);
+    if (c) return c;
+    na = a->to != NOBODY ? new_ring->names[a->to].s : "";
+    nb = b->to != NOBODY ? new_ring->names[b->to].s : "";
+    return strcmp(na, nb);
+}
+
+/*
+ * Keeps the first `keep` pairs of v[0..n) in output order at v[0..keep), sorted: a max-heap
+ * (by output order, the last kept on top) of the best seen so far, so that a rebuild whose
+ * pairs run into the hundred thousands (a storm's joins, each taking arcs from everyone)
+ * costs O(n log keep) and names of the kept pairs only, not a sort of them all by name.
+ */
+static void select_top(const struct rd_ring *old, const struct rd_ring *new_ring,
+                       struct move_acc *v, size_t n, size_t keep)
+{
+    size_t len = 0;
+    for (size_t k = 0; k < n; k++) {
+        struct move_acc e = v[k];
+        size_t at;
+        if (len < keep) {
+            at = len++;
+            while (at > 0 && cmp_pair_out(old, new_ring, &v[(at - 1) / 2], &e) < 0) {
+                v[at] = v[(at - 1) / 2];
+                at = (at - 1) / 2;
+            }
+        } else if (cmp_pair_out(old, new_ring, &e, &v[0]) < 0) {
+            at = 0;
+            for (;;) {
+                size_t c = 2 * at + 1;
+                if (c >= len) break;
+                if (c + 1 < len && cmp_pair_out(old, new_ring, &v[c + 1], &v[c]) > 0) c++;
+                if (cmp_pair_out(old, new_ring, &v[c], &e) <= 0) break;
+                v[at] = v[c];
+                at = c;
+            }
+        } else {
+            continue;
+        }
+        v[at] = e;
+    }
+    /* heap sort the kept ones into output order: the worst goes last */
+    for (size_t end = len; end > 1; end--) {
+        struct move_acc top = v[0], e = v[end - 1];
+        size_t at = 0;
+        for (;;) {
+            size_t c = 2 * at + 1;
+            if (c >= end - 1) break;
+            if (c + 1 < end - 1 && cmp_pair_out(old, new_ring, &v[c + 1], &v[c]) > 0) c++;
+            if (cmp_pair_out(old, new_ring, &v[c], &e) <= 0) break;
+            v[at] = v[c];
+            at = c;
+        }
+        v[at] = e;
+        v[end - 1] = top;
+    }
+}
+
+int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
                       const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
 {
     memset(out, 0, sizeof *out);
@@ -1641,35 +1697,29 @@ int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
         return rc;
     }
 
-    /* One entry per (from, to) pair already; in pair order, as before the index. */
-    qsort(l.v, l.n, sizeof *l.v, cmp_move_pair);
-    size_t npairs = 0;
-    for (size_t k = 0; k < l.n; k++) {
-        if (npairs > 0 && cmp_move_pair(&l.v[npairs - 1], &l.v[k]) == 0)
-            u128_add(&l.v[npairs - 1].len, l.v[k].len);
-        else
-            l.v[npairs++] = l.v[k];
-    }
-    struct rd_ring_move *moves = ring_alloc(hooks, npairs * sizeof *moves);
-    if (!moves) {
+    /* One entry per (from, to) pair already (the index saw to it). */
+    struct u128 total = {0, 0};
+    for (size_t k = 0; k < l.n; k++)
+        u128_add(&total, l.v[k].len);
+    size_t keep = l.n < max_moves ? l.n : max_moves;
+    struct rd_ring_move *moves = keep ? ring_alloc(hooks, keep * sizeof *moves) : NULL;
+    if (keep && !moves) {
         free(l.v);
         return RD_ENOMEM;
     }
-    memset(moves, 0, npairs * sizeof *moves);
-    struct u128 total = {0, 0};
-    for (size_t k = 0; k < npairs; k++) {
+    select_top(old, new_ring, l.v, l.n, keep);
+    for (size_t k = 0; k < keep; k++) {
         const struct move_acc *a = &l.v[k];
+        moves[k] = (struct rd_ring_move){.fraction = u128_fraction(a->len)};
         if (a->from != NOBODY)
             memcpy(moves[k].from, old->names[a->from].s, old->names[a->from].len + 1);
         if (a->to != NOBODY)
             memcpy(moves[k].to, new_ring->names[a->to].s, new_ring->names[a->to].len + 1);
-        moves[k].fraction = u128_fraction(a->len);
-        u128_add(&total, a->len);
     }
     free(l.v);
-    qsort(moves, npairs, sizeof *moves, cmp_move_out);
     out->moved = u128_fraction(total);
-    out->nmoves = npairs;
+    out->npairs = l.n;
+    out->nmoves = keep;
     out->moves = moves;
     return 0;
 }

@@ -199,8 +199,9 @@ struct rd_ring_move {
 
 /** What changed between two rings: computed exactly over the key space, not sampled. */
 struct rd_ring_diff {
-    double moved; /**< fraction of the key space whose owner changed */
-    size_t nmoves;
+    double moved;  /**< fraction of the key space whose owner changed */
+    size_t npairs; /**< (from, to) pairs of members between which keys moved */
+    size_t nmoves; /**< entries in `moves`: every pair, or the largest ones asked for */
     struct rd_ring_move *moves; /**< one per (from, to) pair, largest first; heap-owned */
 };
 
@@ -210,6 +211,13 @@ struct rd_ring_diff {
  */
 int rd_ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring,
                  struct rd_ring_diff *out);
+/**
+ * rd_ring_diff(), with only the `max_moves` largest pairs in `moves` (npairs still counts
+ * them all): what a log line or an event shows. It names and orders only those, so a
+ * rebuild whose pairs run into the hundred thousands costs a pass over them, not a sort.
+ */
+int rd_ring_diff_top(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
+                     struct rd_ring_diff *out);
 /** Frees what rd_ring_diff() allocated. */
 void rd_ring_diff_destroy(struct rd_ring_diff *diff);
 

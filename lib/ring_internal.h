@@ -43,8 +43,8 @@ int rd_ring_rebuild_with(const struct rd_ring *old, const struct rd_ring_member 
 int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
                             const struct rd_ring_hooks *hooks, struct rd_ring **out);
 
-/** rd_ring_diff() with hooks (only `alloc` is used). */
-int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
+/** rd_ring_diff_top() with hooks (only `alloc` is used); SIZE_MAX keeps every pair. */
+int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
                       const struct rd_ring_hooks *hooks, struct rd_ring_diff *out);
 
 /**

@@ -1277,7 +1277,7 @@ static void test_ring_every_allocation_failure_is_enomem_and_leaks_nothing(void 
         struct failing_alloc f = {n, 0};
         const struct rd_ring_hooks h = {NULL, failing_malloc, &f};
         struct rd_ring_diff d;
-        int rc = rd_ring_diff_with(ra, rb, &h, &d);
+        int rc = rd_ring_diff_with(ra, rb, SIZE_MAX, &h, &d);
         if (f.calls <= n) {
             assert_int_equal(rc, 0);
             assert_true(d.nmoves > 0);
@@ -1395,6 +1395,69 @@ static void test_ring_vectors_match_the_protocol_document(void **state)
     rd_ring_delete(r);
 }
 
+/* Only 4096 distinct point values: arcs of equal length everywhere, so shares tie. */
+static uint64_t grid_points_hash(const char *name, size_t name_len, uint32_t i, void *ctx)
+{
+    (void)ctx;
+    return rd_ring_point_hash(name, name_len, i) >> 52 << 52;
+}
+
+/* rd_ring_diff_top(k) is rd_ring_diff() cut short: the same total, the same pair count, and
+ * its k largest pairs in the same order, ties (broken by names) included. */
+static void test_ring_diff_top_is_the_full_diff_cut_short(void **state)
+{
+    (void)state;
+    for (int crowded = 0; crowded < 2; crowded++) {
+        struct rd_ring_hooks hooks = {.point_hash = crowded ? grid_points_hash : NULL};
+        enum { BEFORE = 40, AFTER = 70 };
+        static char names[AFTER + 10][16];
+        struct rd_ring_member before[BEFORE], after[AFTER];
+        for (size_t i = 0; i < AFTER + 10; i++)
+            snprintf(names[i], sizeof names[i], "m%zu", i);
+        for (size_t i = 0; i < BEFORE; i++)
+            before[i] = (struct rd_ring_member){.name = names[i], .weight = RD_WEIGHT_ONE};
+        for (size_t i = 0; i < AFTER; i++) /* 10 leave, 40 join, weights change */
+            after[i] = (struct rd_ring_member){.name = names[i + 10],
+                                               .weight = RD_WEIGHT_ONE * (1 + i % 3)};
+        struct rd_ring *a, *b;
+        assert_int_equal(rd_ring_new_with(before, BEFORE, 64, &hooks, &a), 0);
+        assert_int_equal(rd_ring_new_with(after, AFTER, 64, &hooks, &b), 0);
+        struct rd_ring_diff all;
+        assert_int_equal(rd_ring_diff(a, b, &all), 0);
+        assert_int_equal(all.nmoves, all.npairs);
+        assert_true(all.npairs > 100);
+        size_t ks[] = {0, 1, 2, 16, 99, all.npairs - 1, all.npairs, all.npairs + 5, SIZE_MAX};
+        for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+            struct rd_ring_diff top;
+            assert_int_equal(rd_ring_diff_top(a, b, ks[t], &top), 0);
+            assert_true(top.moved == all.moved);
+            assert_int_equal(top.npairs, all.npairs);
+            assert_int_equal(top.nmoves, ks[t] < all.npairs ? ks[t] : all.npairs);
+            for (size_t k = 0; k < top.nmoves; k++) {
+                assert_string_equal(top.moves[k].from, all.moves[k].from);
+                assert_string_equal(top.moves[k].to, all.moves[k].to);
+                assert_true(top.moves[k].fraction == all.moves[k].fraction);
+            }
+            rd_ring_diff_destroy(&top);
+        }
+        /* the full list is in order: largest first, then by names */
+        size_t ties = 0;
+        for (size_t k = 1; k < all.npairs; k++) {
+            const struct rd_ring_move *p = &all.moves[k - 1], *q = &all.moves[k];
+            assert_true(p->fraction >= q->fraction);
+            if (p->fraction == q->fraction) {
+                ties++;
+                int c = strcmp(p->from, q->from);
+                assert_true(c < 0 || (c == 0 && strcmp(p->to, q->to) < 0));
+            }
+        }
+        if (crowded) assert_true(ties > 10);
+        rd_ring_diff_destroy(&all);
+        rd_ring_delete(a);
+        rd_ring_delete(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1411,6 +1474,7 @@ int main(void)
             test_ring_owners_on_a_ring_of_more_than_16384_members_are_distinct_and_clockwise),
         cmocka_unit_test(test_ring_diff_matches_counted_moves_per_pair),
         cmocka_unit_test(test_ring_diff_of_a_ring_with_itself_is_zero),
+        cmocka_unit_test(test_ring_diff_top_is_the_full_diff_cut_short),
         cmocka_unit_test(test_ring_diff_from_the_empty_ring_moves_everything_from_nobody),
         cmocka_unit_test(test_ring_checksum_covers_the_whole_definition),
         cmocka_unit_test(test_ring_equal_points_go_to_the_smallest_name_whatever_the_input_order),
