@@ -195,6 +195,7 @@ check "(e) e1 (256 descriptors) and e2 form a ring" wait_for 10 two
 E1=$DIR/e1.sock
 expect "(e) e1's connection cap leaves 64 descriptors: connections_max" "$(info e1 connections_max)" 192
 coproc KEEPER { redis-cli -s "$E1"; } # one connection held open throughout
+keeper_pid=$KEEPER_PID # bash unsets KEEPER_PID once the coprocess is reaped
 echo PING >&"${KEEPER[1]}"
 read -r -t 5 line <&"${KEEPER[0]}"
 expect "(e) the kept connection answers before" "$line" PONG
@@ -252,6 +253,6 @@ wait "$IDLE"
 back() { [ "$(q e1 PING)" = PONG ] && [ "$(info e1 connections)" -le 2 ]; }
 check "(e) once the idle clients are gone, new clients are served again" wait_for 5 back
 echo QUIT >&"${KEEPER[1]}"
-wait "$KEEPER_PID" 2>/dev/null
+wait "$keeper_pid" 2>/dev/null
 
 finish
