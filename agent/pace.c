@@ -16,7 +16,9 @@ struct rd_pace rd_pace_init(uint32_t coalesce_ms, uint32_t gap_min_ms, uint32_t 
 
 uint64_t rd_pace_due(const struct rd_pace *p, uint64_t now_ms)
 {
-    uint64_t due = now_ms + p->coalesce_ms, allowance = (uint64_t)p->burst * p->gap_ms;
+    /* the allowance is in minimum gaps: tat_ms was built from the gaps of past rebuilds,
+     * and an allowance in today's gap would let a crowded host burst, or stall a quiet one */
+    uint64_t due = now_ms + p->coalesce_ms, allowance = (uint64_t)p->burst * p->gap_min_ms;
     if (p->tat_ms > allowance && due < p->tat_ms - allowance) due = p->tat_ms - allowance;
     return due;
 }

@@ -3,8 +3,8 @@
  *
  * A rebuild waits a short coalescing delay after the first change, so that a burst of
  * changes costs one. Under sustained change, rebuilds are rate-limited by theoretical
- * arrival time (a burst of `burst` at the coalescing pace, then one per gap), and the gap
- * follows the cost of the last rebuild: `cost_factor` times its wall time, never below
+ * arrival time (a burst of `burst` minimum gaps at the coalescing pace, then one per gap), and the
+ * gap follows the cost of the last rebuild: `cost_factor` times its wall time, never below
  * `gap_min_ms` nor above `gap_max_ms`. On a host where many agents crowd each other out a
  * rebuild's wall time stretches far beyond its CPU time, so the agents rebuild less often
  * instead of starving their probes; on a quiet host the gap stays at its minimum.
