@@ -699,7 +699,7 @@ static int reserve_timers(struct rd_swim *s, size_t extra)
 {
     size_t n = rd_deadlines_len(&s->tombstones) + s->nsusp + extra;
     if (rd_deadlines_reserve(&s->tombstones, n) < 0) return RD_ENOMEM;
-    if (s->due_cap >= s->tombstones.heap_cap) return 0;
+    if (s->due_cap >= n) return 0;
     uint32_t *due = realloc(s->due, s->tombstones.heap_cap * sizeof *due);
     if (!due) return RD_ENOMEM;
     s->due = due;
@@ -1244,7 +1244,7 @@ static int check_timer_sizes(const struct rd_swim *s, const char **why)
         return fail(why, "timers: the dead set does not hold exactly the dead");
     if (s->nsusp != s->nstatus[RD_SUSPECT])
         return fail(why, "timers: the suspicions are not as many as the suspects");
-    if (s->tombstones.heap_cap < tombstones + s->nsusp || s->due_cap < s->tombstones.heap_cap ||
+    if (s->tombstones.heap_cap < tombstones + s->nsusp || s->due_cap < tombstones + s->nsusp ||
         s->suspicions.heap_cap < s->nsusp)
         return fail(why, "timers: no room reserved for a suspect's death");
     return 0;
