@@ -209,6 +209,33 @@ static void test_random_operations_agree_with_a_scan(void **state)
     rd_slotrank_free(&r);
 }
 
+/* A set over many slots that holds few at a time: its slots and its heap grow apart, the
+ * heap only by reserve, and entries set within the room reserved come out in order. */
+static void test_a_sparse_set_grows_its_heap_only_by_reserve(void **state)
+{
+    (void)state;
+    struct rd_deadlines d;
+    assert_int_equal(rd_deadlines_init(&d, 0), 0);
+    assert_int_equal(rd_deadlines_grow_slots(&d, 100000), 0);
+    assert_int_equal(d.cap, 100000);
+    assert_int_equal(d.heap_cap, 0);
+    assert_int_equal(rd_deadlines_reserve(&d, 3), 0);
+    assert_true(d.heap_cap >= 3 && d.heap_cap < 100);
+    rd_deadlines_set(&d, 99999, 30);
+    rd_deadlines_set(&d, 5, 10);
+    rd_deadlines_set(&d, 50000, 20);
+    rd_deadlines_set(&d, 5, 40); /* moving an entry needs no more room */
+    assert_heap_sound(&d);
+    size_t room = d.heap_cap;
+    assert_int_equal(rd_deadlines_reserve(&d, 2), 0); /* never shrinks */
+    assert_int_equal(d.heap_cap, room);
+    assert_int_equal(rd_deadlines_pop_due(&d, 100), 50000);
+    assert_int_equal(rd_deadlines_pop_due(&d, 100), 99999);
+    assert_int_equal(rd_deadlines_pop_due(&d, 100), 5);
+    assert_int_equal(rd_deadlines_pop_due(&d, 100), NONE);
+    rd_deadlines_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_a_broken_heap_is_reported),
         cmocka_unit_test(test_the_kth_slot_survives_growth),
         cmocka_unit_test(test_random_operations_agree_with_a_scan),
+        cmocka_unit_test(test_a_sparse_set_grows_its_heap_only_by_reserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
