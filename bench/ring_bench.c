@@ -22,9 +22,16 @@
  * caches) and warm (back to back). Each rebuilt ring is checked to have the full build's
  * checksum and points.
  *
+ * Diffs: ms per rd_ring_diff_top(16) (what the agent logs after a rebuild) from a ring of
+ * 1,000 x 512 to the ring after k members join (k = 1, 10, 50, 100, 200), by the arcs that end
+ * at changed points (the production path) against the walk over every point of both rings
+ * (rd_ring_diff_walk_with, ring_internal.h), in the same runs; median of 4R + 1. Both
+ * answers are checked to be equal.
+ *
  * Results are folded into a checksum that is printed, so the compiler cannot drop the loops.
  * Not a test: nothing here asserts a time. Build it in Release without sanitizers.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +40,7 @@
 
 #include "bench_util.h"
 #include "ring.h"
+#include "ring_internal.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -301,6 +309,56 @@ static void time_incremental(size_t members, uint32_t vnodes, int runs, double c
     inc_case_free(&c);
 }
 
+/* One timed diff, by the changed points or by the walk; *d keeps its answer. Returns ms. */
+static double timed_diff(const struct rd_ring *a, const struct rd_ring *b, bool walk,
+                         struct rd_ring_diff *d)
+{
+    double t0 = now_ns();
+    int rc = walk ? rd_ring_diff_walk_with(a, b, 16, NULL, d) : rd_ring_diff_top(a, b, 16, d);
+    double t1 = now_ns();
+    if (rc != 0) {
+        fprintf(stderr, "ring diff: %d\n", rc);
+        exit(1);
+    }
+    return (t1 - t0) / 1e6;
+}
+
+/* Medians in ms of the diff from `members` to members + joins, both ways, into ms[2]. */
+static void time_diff(size_t members, size_t joins, uint32_t vnodes, int runs, double ms[2])
+{
+    struct bench_list l;
+    list_make(&l, members + joins);
+    struct rd_ring *a = NULL, *b = NULL;
+    if (rd_ring_new(l.m, members, vnodes, &a) != 0 ||
+        rd_ring_new(l.m, members + joins, vnodes, &b) != 0)
+        exit(1);
+    double t[2][MAX_RUNS];
+    for (int r = 0; r < runs; r++) {
+        struct rd_ring_diff d[2];
+        for (int walk = 0; walk < 2; walk++)
+            t[walk][r] = timed_diff(a, b, walk, &d[walk]);
+        bool same =
+            d[0].moved == d[1].moved && d[0].npairs == d[1].npairs && d[0].nmoves == d[1].nmoves;
+        for (size_t k = 0; same && k < d[0].nmoves; k++)
+            same = d[0].moves[k].fraction == d[1].moves[k].fraction &&
+                   strcmp(d[0].moves[k].from, d[1].moves[k].from) == 0 &&
+                   strcmp(d[0].moves[k].to, d[1].moves[k].to) == 0;
+        if (!same) {
+            fprintf(stderr, "the diff by changed points differs from the walk\n");
+            exit(1);
+        }
+        sink = sink * 31 + d[0].npairs;
+        rd_ring_diff_destroy(&d[0]);
+        rd_ring_diff_destroy(&d[1]);
+    }
+    ms[0] = median(t[0], runs);
+    ms[1] = median(t[1], runs);
+    rd_ring_delete(a);
+    rd_ring_delete(b);
+    free(l.m);
+    free(l.names);
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_ring [--csv FILE] [--keys N] [--runs R]\n");
@@ -416,6 +474,23 @@ int main(int argc, char **argv)
                             cold[INC_FULL] / ms[kind]);
         }
     }
+    printf("\ndiff: ms per rd_ring_diff_top(16) from 1,000 members to 1,000 + k, by changed\n"
+           "points against the walk over every point, median\n");
+    printf("%8s %7s %6s | %9s %8s %7s\n", "members", "vnodes", "joins", "by points", "walk",
+           "ratio");
+    static const size_t diff_joins[] = {1, 10, 50, 100, 200};
+    for (size_t c = 0; c < sizeof diff_joins / sizeof *diff_joins; c++) {
+        int r = 4 * runs + 1 > MAX_RUNS ? MAX_RUNS : 4 * runs + 1;
+        double ms[2];
+        time_diff(1000, diff_joins[c], RD_RING_VNODES_DEFAULT, r, ms);
+        printf("%8d %7u %6zu | %9.3f %8.3f %6.1fx\n", 1000, RD_RING_VNODES_DEFAULT, diff_joins[c],
+               ms[0], ms[1], ms[1] / ms[0]);
+        if (csv)
+            fprintf(csv, "diff_joins_%zu,1000,%u,%zu,%.4f,%.4f,%.3f,ms\n", diff_joins[c],
+                    RD_RING_VNODES_DEFAULT, (1000 + diff_joins[c]) * RD_RING_VNODES_DEFAULT, ms[0],
+                    ms[1], ms[1] / ms[0]);
+    }
+
     printf("\nchecksum %016llx\n", (unsigned long long)sink);
     free(k.buf);
     free(k.len);

@@ -144,6 +144,9 @@ struct rd_ring {
     uint32_t nzones;      /* distinct zones among the members that have one */
     uint32_t *zone_of;    /* [nmembers] zone number, NO_ZONE for none */
     uint32_t *rank_start; /* [nmembers + 1] sum over q < r of the members of rank q */
+    /* The point hash a test substituted (NULL: XXH3), which rd_ring_diff hashes again with. */
+    rd_ring_point_hash_fn *point_hash;
+    void *point_ctx;
 };
 
 /* Every allocation of the module: malloc, or a test's failing stand-in (ring_internal.h).
@@ -778,6 +781,8 @@ static struct rd_ring *ring_block(const struct build_plan *p, const struct rd_ri
     r->zoned = false;
     r->nzones = 0;
     r->rank_start[0] = 0;
+    r->point_hash = hooks->point_hash;
+    r->point_ctx = hooks->ctx;
     return r;
 }
 
@@ -1634,8 +1639,184 @@ static void select_top(const struct rd_ring *old, const struct rd_ring *new_ring
     }
 }
 
-int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
-                      const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
+/*
+ * The full walk: every distinct point v of either ring closes an interval (prev, v]; both
+ * rings own all of it by their first point >= v. The first interval [0, v0] and the last
+ * (vlast, max] are one arc, owned by each ring's point 0.
+ */
+static int diff_walk(const struct rd_ring *old, const struct rd_ring *new_ring,
+                     const uint32_t *old_to_new, const struct rd_ring_hooks *hooks,
+                     struct move_list *l)
+{
+    uint32_t na = old ? old->npoints : 0;
+    uint32_t nb = new_ring ? new_ring->npoints : 0;
+    const uint64_t *A = na ? old->hashes : NULL, *B = nb ? new_ring->hashes : NULL;
+    uint32_t i = 0, j = 0;
+    uint64_t v0 = 0, prev = 0;
+    bool started = false;
+    int rc = 0;
+    while (rc == 0 && (i < na || j < nb)) {
+        uint64_t v = (i < na && (j >= nb || A[i] <= B[j])) ? A[i] : B[j];
+        if (started) {
+            uint32_t from = na ? old->owner[i < na ? i : 0] : NOBODY;
+            uint32_t to = nb ? new_ring->owner[j < nb ? j : 0] : NOBODY;
+            if (changed_hands(old_to_new, from, to))
+                rc = move_add(hooks, l, from, to, (struct u128){0, v - prev});
+        } else {
+            v0 = v;
+            started = true;
+        }
+        prev = v;
+        while (i < na && A[i] == v)
+            i++;
+        while (j < nb && B[j] == v)
+            j++;
+    }
+    if (rc == 0) {
+        uint32_t from = na ? old->owner[0] : NOBODY;
+        uint32_t to = nb ? new_ring->owner[0] : NOBODY;
+        /* (prev, 2^64) + [0, v0]: 2^64 - prev + v0, which is all of 2^64 for a single point. */
+        struct u128 len = prev == v0 ? (struct u128){1, 0} : (struct u128){0, v0 - prev};
+        if (changed_hands(old_to_new, from, to)) rc = move_add(hooks, l, from, to, len);
+    }
+    return rc;
+}
+
+/* The sparse pass below runs while the points in one ring only are at most this share of
+ * both rings' points; past it, hashing and sorting them costs more than the walk. */
+#define DIFF_SPARSE_SHARE 8
+/* It prefetches the prefix entries of the changed point 2 * DIFF_AHEAD places on, and the
+ * points those entries lead to DIFF_AHEAD places on: its lookups go to memory at random. */
+#define DIFF_AHEAD 8
+
+/* Hashes points i0 .. i1-1 of member m of r, the way r was built, into out[]. */
+static void hash_member_points(const struct rd_ring *r, uint32_t m, uint32_t i0, uint32_t i1,
+                               uint64_t *out)
+{
+    uint8_t enc[HASH_BATCH][POINT_BUF_MAX];
+    const struct ring_name *nm = &r->names[m];
+    size_t plen = point_prefix(enc[0], nm->s, nm->len);
+    for (uint32_t s = 1; s < HASH_BATCH && s < i1 - i0; s++)
+        memcpy(enc[s], enc[0], plen);
+    for (uint32_t i = i0; i < i1; i += HASH_BATCH) {
+        uint32_t cnt = i1 - i < HASH_BATCH ? i1 - i : HASH_BATCH;
+        hash_batch(enc, plen, nm, i, cnt, r->point_hash, r->point_ctx, out + (i - i0));
+    }
+}
+
+/* Sorts v[0..n) with tmp[0..n) as scratch: eight byte-wide counting passes, O(n) whatever
+ * the values (member names are chosen by whoever runs a member). */
+static void radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
+{
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        size_t count[257] = {0};
+        for (size_t k = 0; k < n; k++)
+            count[((v[k] >> shift) & 0xff) + 1]++;
+        if (count[((v[0] >> shift) & 0xff) + 1] == n) continue; /* one value of this byte */
+        for (unsigned d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t k = 0; k < n; k++)
+            tmp[count[(v[k] >> shift) & 0xff]++] = v[k];
+        memcpy(v, tmp, n * sizeof *v);
+    }
+}
+
+/* Cyclic length of (p, v]; 0 means every point of that ring sits at v: the whole circle. */
+static struct u128 arc_to(uint64_t v, uint64_t pa, uint64_t pb)
+{
+    uint64_t da = v - pa, db = v - pb;
+    if (da == 0 && db == 0) return (struct u128){1, 0};
+    if (da == 0 || (db != 0 && db < da)) return (struct u128){0, db};
+    return (struct u128){0, da};
+}
+
+/*
+ * The diff from the points that are in one ring only. An interval (prev, v] between
+ * neighbouring positions of the two rings changes hands only if a point at v is in one ring
+ * and not the other: when every point at v is in both, both rings give the interval to the
+ * same member, the one with the smallest name among them. So only the intervals that end at
+ * those points are weighed, each once, from the nearer of the two rings' points before v,
+ * with each ring's owner of v: the walk's sum, interval for interval. A member's points are
+ * its name's first `count` hashes, so the ones in one ring only are the differences of the
+ * counts, hashed again. Needs both rings in ringd mode with one point hash (the caller
+ * checks). Returns 1, having done nothing, when those points are too many to pay.
+ */
+static int diff_sparse(const struct rd_ring *old, const struct rd_ring *new_ring,
+                       const uint32_t *old_to_new, const struct rd_ring_hooks *hooks,
+                       struct move_list *l)
+{
+    uint32_t *kept = ring_alloc(hooks, new_ring->nmembers * sizeof *kept);
+    if (!kept) return RD_ENOMEM;
+    memset(kept, 0, new_ring->nmembers * sizeof *kept);
+    uint64_t changed = 0;
+    for (uint32_t k = 0; k < old->nmembers; k++) {
+        uint32_t t = old_to_new[k], c = old->points[k];
+        if (t != NOBODY) c = kept[t] = c < new_ring->points[t] ? c : new_ring->points[t];
+        changed += old->points[k] - (t != NOBODY ? c : 0);
+    }
+    for (uint32_t t = 0; t < new_ring->nmembers; t++)
+        changed += new_ring->points[t] - kept[t];
+    if (changed * DIFF_SPARSE_SHARE > (uint64_t)old->npoints + new_ring->npoints) {
+        free(kept);
+        return 1;
+    }
+    if (changed == 0) { /* the same points: nothing can have changed hands */
+        free(kept);
+        return 0;
+    }
+    uint64_t *v = ring_alloc(hooks, 2 * changed * sizeof *v);
+    if (!v) {
+        free(kept);
+        return RD_ENOMEM;
+    }
+    size_t n = 0;
+    for (uint32_t k = 0; k < old->nmembers; k++) {
+        uint32_t t = old_to_new[k], c = t != NOBODY ? kept[t] : 0;
+        hash_member_points(old, k, c, old->points[k], v + n);
+        n += old->points[k] - c;
+    }
+    for (uint32_t t = 0; t < new_ring->nmembers; t++) {
+        hash_member_points(new_ring, t, kept[t], new_ring->points[t], v + n);
+        n += new_ring->points[t] - kept[t];
+    }
+    free(kept);
+    radix_sort_u64(v, v + n, n);
+    int rc = 0;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        if (k + 2 * DIFF_AHEAD < n) {
+            __builtin_prefetch(&old->first[v[k + 2 * DIFF_AHEAD] >> old->shift]);
+            __builtin_prefetch(&new_ring->first[v[k + 2 * DIFF_AHEAD] >> new_ring->shift]);
+        }
+        if (k + DIFF_AHEAD < n) {
+            uint32_t fa = old->first[v[k + DIFF_AHEAD] >> old->shift];
+            uint32_t fb = new_ring->first[v[k + DIFF_AHEAD] >> new_ring->shift];
+            __builtin_prefetch(&old->hashes[fa]);
+            __builtin_prefetch(&old->owner[fa]);
+            __builtin_prefetch(&new_ring->hashes[fb]);
+            __builtin_prefetch(&new_ring->owner[fb]);
+        }
+        if (k > 0 && v[k] == v[k - 1]) continue; /* one interval ends there, weighed once */
+        uint32_t ia = point_index(old, v[k]), ib = point_index(new_ring, v[k]);
+        uint64_t pa = old->hashes[(ia ? ia : old->npoints) - 1];
+        uint64_t pb = new_ring->hashes[(ib ? ib : new_ring->npoints) - 1];
+        uint32_t from = old->owner[ia], to = new_ring->owner[ib];
+        if (changed_hands(old_to_new, from, to))
+            rc = move_add(hooks, l, from, to, arc_to(v[k], pa, pb));
+    }
+    free(v);
+    return rc;
+}
+
+/* Both rings place points by the same rule, so a point's position says which it is. */
+static bool diff_can_be_sparse(const struct rd_ring *old, const struct rd_ring *new_ring)
+{
+    return old && new_ring && old->npoints > 0 && new_ring->npoints > 0 &&
+           old->mode == RD_RING_MODE_RINGD && new_ring->mode == RD_RING_MODE_RINGD &&
+           old->point_hash == new_ring->point_hash && old->point_ctx == new_ring->point_ctx;
+}
+
+static int ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
+                     bool walk, const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
 {
     memset(out, 0, sizeof *out);
     uint32_t na = old ? old->npoints : 0;
@@ -1657,39 +1838,11 @@ int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
         }
     }
 
-    /* Every distinct point v of either ring closes an interval (prev, v]; both rings own all
-     * of it by their first point >= v. The first interval [0, v0] and the last (vlast, max]
-     * are one arc, owned by each ring's point 0. */
-    const uint64_t *A = na ? old->hashes : NULL, *B = nb ? new_ring->hashes : NULL;
     struct move_list l = {0};
-    uint32_t i = 0, j = 0;
-    uint64_t v0 = 0, prev = 0;
-    bool started = false;
-    int rc = 0;
-    while (rc == 0 && (i < na || j < nb)) {
-        uint64_t v = (i < na && (j >= nb || A[i] <= B[j])) ? A[i] : B[j];
-        if (started) {
-            uint32_t from = na ? old->owner[i < na ? i : 0] : NOBODY;
-            uint32_t to = nb ? new_ring->owner[j < nb ? j : 0] : NOBODY;
-            if (changed_hands(old_to_new, from, to))
-                rc = move_add(hooks, &l, from, to, (struct u128){0, v - prev});
-        } else {
-            v0 = v;
-            started = true;
-        }
-        prev = v;
-        while (i < na && A[i] == v)
-            i++;
-        while (j < nb && B[j] == v)
-            j++;
-    }
-    if (rc == 0) {
-        uint32_t from = na ? old->owner[0] : NOBODY;
-        uint32_t to = nb ? new_ring->owner[0] : NOBODY;
-        /* (prev, 2^64) + [0, v0]: 2^64 - prev + v0, which is all of 2^64 for a single point. */
-        struct u128 len = prev == v0 ? (struct u128){1, 0} : (struct u128){0, v0 - prev};
-        if (changed_hands(old_to_new, from, to)) rc = move_add(hooks, &l, from, to, len);
-    }
+    int rc = 1;
+    if (!walk && diff_can_be_sparse(old, new_ring))
+        rc = diff_sparse(old, new_ring, old_to_new, hooks, &l);
+    if (rc == 1) rc = diff_walk(old, new_ring, old_to_new, hooks, &l);
     free(old_to_new);
     free(l.index);
     if (rc != 0 || l.n == 0) { /* failed, or nothing changed hands */
@@ -1722,6 +1875,19 @@ int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring,
     out->nmoves = keep;
     out->moves = moves;
     return 0;
+}
+
+int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
+                      const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
+{
+    return ring_diff(old, new_ring, max_moves, false, hooks, out);
+}
+
+int rd_ring_diff_walk_with(const struct rd_ring *old, const struct rd_ring *new_ring,
+                           size_t max_moves, const struct rd_ring_hooks *hooks,
+                           struct rd_ring_diff *out)
+{
+    return ring_diff(old, new_ring, max_moves, true, hooks, out);
 }
 
 void rd_ring_diff_destroy(struct rd_ring_diff *diff)

@@ -7,8 +7,8 @@
  * point hash (tests create as many equal points as they like) and a substitute allocator
  * (tests fail the Nth allocation, in a loop). rd_ring_points() exposes the sorted placement
  * and rd_ring_view() every other array, so that tests can compare two rings byte for byte
- * (rd_ring_rebuild_with() against rd_ring_new_with()). Only tests/ includes this header; the
- * hooks are arguments, not globals, so the production entry points stay reentrant.
+ * (rd_ring_rebuild_with() against rd_ring_new_with()). Only tests/ and bench/ include this
+ * header; the hooks are arguments, not globals, so the production entry points stay reentrant.
  */
 #ifndef RD_RING_INTERNAL_H
 #define RD_RING_INTERNAL_H
@@ -18,7 +18,9 @@
 /** A point hash: position of point `i` of the member called name[0..name_len). */
 typedef uint64_t rd_ring_point_hash_fn(const char *name, size_t name_len, uint32_t i, void *ctx);
 
-/** Stand-ins for what the ring otherwise takes from xxhash and libc. NULL fields: the real one. */
+/** Stand-ins for what the ring otherwise takes from xxhash and libc. NULL fields: the real one.
+ *  A ring keeps the point hash and ctx it was built with: rd_ring_diff hashes some of its
+ *  points again, so both must outlive the ring. */
 struct rd_ring_hooks {
     /** In place of rd_ring_point_hash(), to force equal points. */
     rd_ring_point_hash_fn *point_hash;
@@ -46,6 +48,11 @@ int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
 /** rd_ring_diff_top() with hooks (only `alloc` is used); SIZE_MAX keeps every pair. */
 int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
                       const struct rd_ring_hooks *hooks, struct rd_ring_diff *out);
+/** rd_ring_diff_with() by its walk over every point of both rings, which it otherwise takes
+ *  only when the points in one ring only are many: tests check that both give one answer. */
+int rd_ring_diff_walk_with(const struct rd_ring *old, const struct rd_ring *new_ring,
+                           size_t max_moves, const struct rd_ring_hooks *hooks,
+                           struct rd_ring_diff *out);
 
 /**
  * The ring's sorted points: *hashes and *owners (member indexes) each hold

@@ -10,6 +10,10 @@
  * hashes (ties everywhere, so the tie order after renumbering is exercised), and across the
  * point limit where the scaling factor changes. A counting point hash shows which path ran:
  * a merge hashes only the changed members' points.
+ *
+ * rd_ring_diff has the same kind of shortcut (it weighs only the arcs that end at points in
+ * one ring and not the other), held to the same standard: along the same random sequences,
+ * its answer equals that of its walk over every point, pair for pair and bit for bit.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -420,6 +424,75 @@ static int fail_each_allocation(const struct rd_ring *old, const struct roster *
     }
 }
 
+/* Asserts that two diffs are the same answer, bit for bit. */
+static void assert_same_diff(const struct rd_ring_diff *a, const struct rd_ring_diff *b)
+{
+    assert_true(a->moved == b->moved);
+    assert_int_equal(a->npairs, b->npairs);
+    assert_int_equal(a->nmoves, b->nmoves);
+    for (size_t k = 0; k < a->nmoves; k++) {
+        assert_string_equal(a->moves[k].from, b->moves[k].from);
+        assert_string_equal(a->moves[k].to, b->moves[k].to);
+        assert_true(a->moves[k].fraction == b->moves[k].fraction);
+    }
+}
+
+/* The diff's point hash: rings keep theirs and the diff hashes with it again, so its count
+ * tells whether the diff took its sparse pass (the walk hashes nothing). */
+static struct hash_count diff_hash_count;
+
+/* Random sequences as above; between consecutive rings, the diff equals its walk. */
+static void run_diff_sequences(bool crowded)
+{
+    uint64_t seed = UINT64_C(0x44494646) ^ crowded;
+    printf("seed %#llx (%s hashes)\n", (unsigned long long)seed, crowded ? "crowded" : "spread");
+    rng_state = seed;
+    diff_hash_count = (struct hash_count){0, crowded};
+    const struct rd_ring_hooks hooks = {counting_hash, NULL, &diff_hash_count};
+    static const uint32_t vnodes_set[] = {1, 8, 40};
+    unsigned serial = 0, steps = 0, sparse = 0, moved = 0;
+    for (int seq = 0; seq < 12; seq++) {
+        struct roster r;
+        roster_init(&r, 80);
+        size_t start = rng_below(seq < 2 ? 2 : 70);
+        roster_fill(&r, "s%d", (int)start, RD_WEIGHT_ONE);
+        uint32_t vnodes = vnodes_set[seq % 3];
+        struct rd_ring *ring = NULL;
+        assert_int_equal(rd_ring_new_with(r.m, r.n, vnodes, &hooks, &ring), 0);
+        for (int step = 0; step < 40; step++) {
+            size_t changes = 1 + rng_below(step % 5 == 4 ? 40 : 4);
+            for (size_t c = 0; c < changes; c++)
+                random_change(&r, &serial);
+            struct rd_ring *next = NULL;
+            assert_int_equal(rd_ring_rebuild_with(ring, r.m, r.n, vnodes, &hooks, &next), 0);
+            struct rd_ring_diff by_points, by_walk;
+            unsigned long before = diff_hash_count.calls;
+            assert_int_equal(rd_ring_diff_with(ring, next, SIZE_MAX, NULL, &by_points), 0);
+            sparse += diff_hash_count.calls > before;
+            assert_int_equal(rd_ring_diff_walk_with(ring, next, SIZE_MAX, NULL, &by_walk), 0);
+            assert_same_diff(&by_points, &by_walk);
+            moved += by_walk.npairs > 0;
+            steps++;
+            rd_ring_diff_destroy(&by_points);
+            rd_ring_diff_destroy(&by_walk);
+            rd_ring_delete(ring);
+            ring = next;
+        }
+        rd_ring_delete(ring);
+        roster_free(&r);
+    }
+    printf("%u diffs, %u with keys moved, %u by the changed points, all equal to the walk\n", steps,
+           moved, sparse);
+    assert_true(sparse >= steps / 2 && moved >= steps / 4); /* crowded: most changes tie */
+}
+
+static void test_diff_by_the_changed_points_equals_the_walk(void **state)
+{
+    (void)state;
+    run_diff_sequences(false);
+    run_diff_sequences(true);
+}
+
 static void test_rebuild_allocation_failure_is_enomem_and_leaks_nothing(void **state)
 {
     (void)state;
@@ -449,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_rebuild_across_the_point_limit),
         cmocka_unit_test(test_rebuild_refuses_what_rd_ring_new_refuses),
         cmocka_unit_test(test_rebuild_allocation_failure_is_enomem_and_leaks_nothing),
+        cmocka_unit_test(test_diff_by_the_changed_points_equals_the_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
