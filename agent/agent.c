@@ -72,8 +72,6 @@
 #define RD_RING_EVENT_MOVES 16
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
 #define RD_TRIM_QUIET_MS 5000
-/** Blocks up to this size come from the heap, not from fresh pages (glibc's largest). */
-#define RD_HEAP_BLOCK_MAX (32 * 1024 * 1024)
 /** A full member table is logged at most this often. */
 #define TABLE_FULL_LOG_MS 60000
 /** Failed join attempts are logged with the core's join backoff: after the first line, the
@@ -325,20 +323,7 @@ static void log_table_full(struct rd_agent *a)
  * the next change, which then costs no page faults: in a join storm of 1000 agents on 2
  * cores, faulting in fresh memory for every rebuild and sync was a third of all CPU. Once
  * the membership is quiet, that memory goes back: an idle agent holds one ring, not two.
- *
- * glibc by itself serves a block above its mmap threshold with fresh pages, and raises the
- * threshold only to the largest block freed so far; the rings of a growing cluster are each
- * larger than any freed before, so every rebuild of a join faulted its whole ring in (50
- * rebuilds growing to 1,000 x 512 points: 56,600 page faults and 8x the time). Fixed
- * thresholds keep blocks of up to RD_HEAP_BLOCK_MAX on the heap and free memory there until
- * the trim timer returns it.
  */
-static void keep_freed_memory(void)
-{
-    mallopt(M_MMAP_THRESHOLD, RD_HEAP_BLOCK_MAX);
-    mallopt(M_TRIM_THRESHOLD, 4 * RD_HEAP_BLOCK_MAX);
-}
-
 static void on_trim_timer(uv_timer_t *t)
 {
     malloc_trim(0);
@@ -1598,7 +1583,6 @@ int rd_agent_run(const struct rd_agent_config *config)
      * again once the loop closed it (libuv then restores the default, which kills). */
     signal(SIGHUP, SIG_IGN);
     ignore_operator_signals();
-    keep_freed_memory();
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,
