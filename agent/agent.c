@@ -1649,6 +1649,10 @@ int rd_agent_run(const struct rd_agent_config *config)
      * again once the loop closed it (libuv then restores the default, which kills). */
     signal(SIGHUP, SIG_IGN);
     ignore_operator_signals();
+    /* One malloc arena for the loop and the pool threads that build rings: a ring freed on
+     * the loop is then reused by the next build on whichever thread, instead of each thread's
+     * arena keeping freed rings of its own. */
+    mallopt(M_ARENA_MAX, 1);
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,
@@ -1834,6 +1838,8 @@ out:
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);
+    while (a->ring_job) /* it reads a->ring: never freed under a running job */
+        uv_run(a->loop, UV_RUN_ONCE);
     uv_loop_close(a->loop);
     rd_swim_delete(a->swim);
     rd_ring_delete(a->ring);

@@ -782,7 +782,7 @@ static struct rd_ring *ring_block(const struct build_plan *p, const struct rd_ri
     r->nzones = 0;
     r->rank_start[0] = 0;
     r->point_hash = hooks->point_hash;
-    r->point_ctx = hooks->ctx;
+    r->point_ctx = hooks->point_hash ? hooks->ctx : NULL;
     return r;
 }
 
@@ -1704,7 +1704,7 @@ static void hash_member_points(const struct rd_ring *r, uint32_t m, uint32_t i0,
     }
 }
 
-/* Sorts v[0..n) with tmp[0..n) as scratch: eight byte-wide counting passes, O(n) whatever
+/* Sorts v[0..n), n > 0, with tmp[0..n) as scratch: eight byte-wide counting passes, O(n) whatever
  * the values (member names are chosen by whoever runs a member). */
 static void radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
 {

@@ -1274,6 +1274,7 @@ static void test_ring_every_allocation_failure_is_enomem_and_leaks_nothing(void 
         builds++;
     }
     struct rd_ring *ra = ring_of(&a, 64), *targets[] = {ring_of(&b, 64), ring_of(&c, 64)};
+    int per_target[2] = {0, 0};
     for (int t = 0; t < 2; t++) { /* the walk over every point, then the sparse pass */
         for (int n = 0;; n++) {
             struct failing_alloc f = {n, 0};
@@ -1289,13 +1290,19 @@ static void test_ring_every_allocation_failure_is_enomem_and_leaks_nothing(void 
             assert_int_equal(rc, RD_ENOMEM);
             assert_int_equal(d.nmoves, 0);
             assert_null(d.moves);
-            diffs++;
+            per_target[t]++;
         }
         rd_ring_delete(targets[t]);
     }
+    diffs = per_target[0] + per_target[1];
     printf("allocation failures: %d points in rd_ring_new, %d in rd_ring_diff, all RD_ENOMEM\n",
            builds, diffs);
-    assert_true(builds >= 3 && diffs >= 3 + 5); /* the sparse pass allocates 6 times */
+    /* the walk allocates the pairing, the move index and list (grown as the pairs come)
+     * and the moves; the sparse pass, with few pairs, those once each and the kept counts
+     * and the points too: which path ran shows in the count */
+    assert_true(builds >= 3);
+    assert_true(per_target[0] >= 4);
+    assert_int_equal(per_target[1], 6);
     rd_ring_delete(ra);
 }
 

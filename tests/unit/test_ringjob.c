@@ -67,7 +67,7 @@ static void test_a_job_on_the_pool_builds_what_a_build_on_the_loop_builds(void *
     struct rd_ring_job *job =
         rd_ring_job_new(members, MEMBERS + 1, RD_RING_MODE_RINGD, VNODES, old, 16);
     assert_non_null(job);
-    /* the table's strings change on the loop while the job runs: the job has its own */
+    /* the table's strings change on the loop once the job is made: the job has its own */
     for (int i = 0; i <= MEMBERS; i++) {
         memset(names[i], 'x', sizeof names[i] - 1);
         memset(zones[i], 'y', sizeof zones[i] - 1);
@@ -88,6 +88,7 @@ static void test_a_job_on_the_pool_builds_what_a_build_on_the_loop_builds(void *
     for (size_t k = 0; k < want_diff.nmoves; k++) {
         assert_string_equal(job->diff.moves[k].from, want_diff.moves[k].from);
         assert_string_equal(job->diff.moves[k].to, want_diff.moves[k].to);
+        assert_true(job->diff.moves[k].fraction == want_diff.moves[k].fraction);
     }
     assert_true(job->run_ns > 0);
     rd_ring_job_free(job);
