@@ -1,7 +1,7 @@
 /*
  * agent.c — the daemon's loop (see agent.h).
  *
- * Everything happens on one libuv loop, in one thread, but ring builds:
+ * Everything happens on one libuv loop, in one thread:
  *   UDP datagram ─ decode ─► rd_swim_recv ─┐
  *   tick timer ──────────► rd_swim_tick ───┼─► flush(): send packets, open syncs,
  *   TCP sync frame (sync.c) ─► sync_recv ──┘   log events, schedule ring rebuild, re-arm tick
@@ -14,12 +14,9 @@
  * membership keeps changing, rebuilds average one per RD_REBUILD_GAP_MS after a burst of
  * RD_REBUILD_BURST (a rate limit by theoretical arrival time), or one per
  * RD_REBUILD_COST_FACTOR times the last rebuild's wall time when that is longer: a rebuild
- * costs O(points), and a crowded host stretches its wall time far beyond its CPU time, so
- * crowded agents rebuild less often. The build and its diff run on libuv's thread pool, one
- * at a time (ringjob.c), and the loop adopts the ring when the job is done: in a join storm
- * on a shared host, where a build of milliseconds of CPU took seconds of wall time, an agent
- * that built on its loop went deaf for those seconds and was suspected. A join of a few
- * members on a quiet host still settles its ring within a few hundred ms.
+ * costs O(points), and in a join storm on a shared host it was most of every agent's CPU,
+ * stretched in wall time by the agents crowding each other out; a join of a few members on
+ * a quiet host still settles its ring within a few hundred ms.
  * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
  * calls back here after it changed the core, so the agent flushes.
  * Readiness: an agent told to join (needs_join) answers no placement until the core says
@@ -54,7 +51,6 @@
 #include "notify.h"
 #include "pace.h"
 #include "query.h"
-#include "ringjob.h"
 #include "rand.h"
 #include "rd_err.h"
 #include "ring.h"
@@ -109,11 +105,7 @@ struct rd_agent {
     size_t weight_unwhole;             /* members left out for a fractional weight (ketama) */
     const char *ring_params_source;    /* "set", "default" or "adopted" (INFO) */
     struct rd_pace rebuild_pace;       /* when the next rebuild may run (pace.h) */
-    bool rebuild_pending;              /* rebuild_timer is armed */
-    struct rd_ring_job *ring_job;      /* the build running off the loop (ringjob.h), or NULL */
-    uint64_t ring_job_started_ms;
-    bool rebuild_again; /* a change came while a job ran: another rebuild once it is done */
-    bool closing;       /* the loop is shutting down: a job that ends now is dropped */
+    bool rebuild_pending;
     bool leaving, left, was_joined;
     /* Not ready (OWNER and friends get -NOTREADY, INFO ready:0) until was_joined: set when
      * the agent was told to join (--join), and by whatever else makes a lone agent's view
@@ -209,21 +201,19 @@ static bool in_ring(uint8_t status)
     return status == RD_ALIVE || status == RD_SUSPECT;
 }
 
-/* The empty ring of the agreed mode, which the first build replaces. */
-static int empty_ring(const struct rd_agent *a, struct rd_ring **out)
+/* A ring of the agreed mode: ringd's with the agreed vnodes, built from the current ring
+ * where it can be (rd_ring_rebuild: the same snapshot as a full build, cheaper for a change
+ * of a few members), or libmemcached's ketama. */
+static int build_ring(const struct rd_agent *a, const struct rd_ring_member *rm, size_t n,
+                      struct rd_ring **out)
 {
-    if (a->ring_params.mode == RD_RING_MODE_KETAMA) return rd_ring_new_ketama(NULL, 0, out);
-    return rd_ring_new(NULL, 0, a->ring_params.vnodes, out);
+    if (a->ring_params.mode == RD_RING_MODE_KETAMA) return rd_ring_new_ketama(rm, n, out);
+    return rd_ring_rebuild(a->ring, rm, n, a->ring_params.vnodes, out);
 }
 
-/*
- * The ring's members as the table has them now: alive and suspect members of weight > 0,
- * weights capped at --max-weight, and in ketama mode whole weights only, each member's
- * identity its `ketama` tag. Says what it capped or left out when that grew. The strings
- * are the table's: a job copies them (ringjob.h). NULL when out of memory.
- */
-static struct rd_ring_job *ring_job_of_members(struct rd_agent *a)
+static void rebuild_ring(struct rd_agent *a)
 {
+    uint64_t started_ns = uv_hrtime();
     size_t count = rd_swim_member_count(a->swim), n = 0;
     bool ketama = a->ring_params.mode == RD_RING_MODE_KETAMA;
     struct rd_ring_member *rm = malloc((count ? count : 1) * sizeof *rm);
@@ -232,7 +222,8 @@ static struct rd_ring_job *ring_job_of_members(struct rd_agent *a)
     if (!rm || (ketama && !ids)) {
         free(rm);
         free(ids);
-        return NULL;
+        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
+        return;
     }
     size_t capped = 0, fractional = 0;
     const char *heaviest = NULL, *unwhole = NULL;
@@ -273,64 +264,44 @@ static struct rd_ring_job *ring_job_of_members(struct rd_agent *a)
                 RD_FDBL("heaviest_weight", (double)heaviest_weight / RD_WEIGHT_ONE),
                 RD_FDBL("max_weight", (double)a->cfg.max_weight / RD_WEIGHT_ONE));
     a->weight_capped = capped;
-    struct rd_ring_job *job = rd_ring_job_new(rm, n, a->ring_params.mode, a->ring_params.vnodes,
-                                              a->ring, RD_RING_EVENT_MOVES);
+    struct rd_ring *ring;
+    int rc = build_ring(a, rm, n, &ring);
     free(rm);
     free(ids);
-    return job;
-}
-
-/* A job's ring replaces the agent's, unless it places keys the same way; logged and
- * published with what moved. Frees the job. */
-static void adopt_ring(struct rd_agent *a, struct rd_ring_job *job)
-{
-    if (job->rc < 0) {
-        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(job->rc)));
-        rd_ring_job_free(job);
+    if (rc < 0) {
+        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(rc)));
         return;
     }
     a->rebuilds++;
-    rd_metrics_observe(&a->rebuild_seconds, (double)job->run_ns / 1e9);
-    if (job->same) { /* same placement: nothing moved, keep the old snapshot */
-        rd_ring_job_free(job);
+    rd_metrics_observe(&a->rebuild_seconds, (double)(uv_hrtime() - started_ns) / 1e9);
+    if (a->ring && rd_ring_checksum(ring) == rd_ring_checksum(a->ring) &&
+        rd_ring_member_count(ring) == rd_ring_member_count(a->ring)) {
+        rd_ring_delete(ring); /* same placement: nothing moved, keep the old snapshot */
         return;
     }
-    struct rd_ring_diff *d = &job->diff;
-    if (job->diff_rc < 0) *d = (struct rd_ring_diff){.moved = -1};
-    if (d->moved >= 0) a->last_moved = d->moved;
-    struct rd_ring *ring = job->ring;
-    job->ring = NULL;
+    struct rd_ring_diff d;
+    if (rd_ring_diff_top(a->ring, ring, RD_RING_EVENT_MOVES, &d) < 0)
+        d = (struct rd_ring_diff){.moved = -1};
+    if (d.moved >= 0) a->last_moved = d.moved;
     rd_ring_delete(a->ring);
     a->ring = ring;
     a->ring_version++;
     char top[2 * RD_NAME_MAX + 48] = "";
-    if (d->nmoves > 0)
-        snprintf(top, sizeof top, "%s->%s:%.4f", d->moves[0].from[0] ? d->moves[0].from : "none",
-                 d->moves[0].to[0] ? d->moves[0].to : "none", d->moves[0].fraction);
+    if (d.nmoves > 0)
+        snprintf(top, sizeof top, "%s->%s:%.4f", d.moves[0].from[0] ? d.moves[0].from : "none",
+                 d.moves[0].to[0] ? d.moves[0].to : "none", d.moves[0].fraction);
     rd_logf(RD_LOG_INFO, "ring rebuilt", RD_FUINT("ring_version", a->ring_version),
             RD_FHEX("ring_checksum", rd_ring_checksum(ring)),
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
-            RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d->moved),
-            RD_FUINT("moves", d->npairs), RD_FSTR("largest_move", top));
+            RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d.moved),
+            RD_FUINT("moves", d.npairs), RD_FSTR("largest_move", top));
     uint64_t budget, raw;
     if (rd_ring_scaled(ring, &budget, &raw))
         rd_logf(RD_LOG_WARN, "ring scaled to the point limit", RD_FUINT("raw_points", raw),
                 RD_FUINT("budget", budget), RD_FDBL("factor", (double)budget / (double)raw),
                 RD_FUINT("ring_points", rd_ring_point_count(ring)));
-    publish_ring(a, d);
-    rd_ring_job_free(job);
-}
-
-/* The ring of the table as it is, built on the loop: at start, before anything else runs. */
-static void rebuild_ring_now(struct rd_agent *a)
-{
-    struct rd_ring_job *job = ring_job_of_members(a);
-    if (!job) {
-        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
-        return;
-    }
-    rd_ring_job_run(job);
-    adopt_ring(a, job);
+    publish_ring(a, &d);
+    rd_ring_diff_destroy(&d);
 }
 
 /* A full member table refuses newcomers: say so, at most once a minute. */
@@ -358,51 +329,14 @@ static void on_trim_timer(uv_timer_t *t)
     malloc_trim(0);
 }
 
-static void schedule_rebuild(struct rd_agent *a);
-
-/* A job is done (on the loop): its ring is adopted, the next rebuild paced by the job's
- * wall time from the start of this one, and one that was asked for meanwhile scheduled. */
-static void on_ring_job_done(struct rd_ring_job *job)
-{
-    struct rd_agent *a = job->ctx;
-    a->ring_job = NULL;
-    if (a->closing) {
-        rd_ring_job_free(job);
-        return;
-    }
-    uint64_t run_ns = job->run_ns;
-    adopt_ring(a, job);
-    rd_pace_done(&a->rebuild_pace, a->ring_job_started_ms, run_ns);
-    uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
-    if (a->rebuild_again) {
-        a->rebuild_again = false;
-        schedule_rebuild(a);
-    }
-}
-
 static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    if (a->ring_job) { /* one job at a time: it reads the ring that the next one replaces */
-        a->rebuild_again = true;
-        return;
-    }
-    struct rd_ring_job *job = ring_job_of_members(a);
-    if (!job) {
-        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
-        return;
-    }
-    job->done = on_ring_job_done;
-    job->ctx = a;
-    a->ring_job_started_ms = now_ms();
-    int rc = rd_ring_job_queue(a->loop, job);
-    if (rc < 0) { /* no pool: build here */
-        rd_ring_job_run(job);
-        on_ring_job_done(job);
-        return;
-    }
-    a->ring_job = job;
+    uint64_t now = now_ms(), started_ns = uv_hrtime();
+    rebuild_ring(a);
+    rd_pace_done(&a->rebuild_pace, now, uv_hrtime() - started_ns);
+    uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
 }
 
 static void schedule_rebuild(struct rd_agent *a)
@@ -1649,10 +1583,6 @@ int rd_agent_run(const struct rd_agent_config *config)
      * again once the loop closed it (libuv then restores the default, which kills). */
     signal(SIGHUP, SIG_IGN);
     ignore_operator_signals();
-    /* One malloc arena for the loop and the pool threads that build rings: a ring freed on
-     * the loop is then reused by the next build on whichever thread, instead of each thread's
-     * arena keeping freed rings of its own. */
-    mallopt(M_ARENA_MAX, 1);
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,
@@ -1698,7 +1628,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->ring_params =
         (struct rd_ring_params){RD_RING_SPEC, (uint8_t)a->cfg.ring_mode, (uint16_t)a->cfg.vnodes};
     a->ring_params_source = a->cfg.vnodes_set || a->cfg.ring_mode_set ? "set" : "default";
-    if (!a->swim || empty_ring(a, &a->ring) < 0) {
+    if (!a->swim || build_ring(a, NULL, 0, &a->ring) < 0) {
         rc = RD_ENOMEM;
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", "out of memory"));
         goto out;
@@ -1797,7 +1727,7 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("sends", a->cfg.gossip_verify_outgoing == RD_SWITCH_OFF ? "plain" : "sealed"),
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     log_profile(a->cfg.profile, &sc);
-    rebuild_ring_now(a); /* the ring of one: ourselves */
+    rebuild_ring(a); /* the ring of one: ourselves */
     if (a->cfg.metrics_text[0]) {
         if ((rc = rd_metrics_start(&a->cfg.metrics, &a->metrics, err, sizeof err)) < 0) {
             rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
@@ -1828,7 +1758,6 @@ int rd_agent_run(const struct rd_agent_config *config)
     rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
-    a->closing = true;
     rd_metrics_stop(a->metrics);
     if (a->query) rd_query_close(a->query);
     rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
@@ -1838,8 +1767,6 @@ out:
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);
-    while (a->ring_job) /* it reads a->ring: never freed under a running job */
-        uv_run(a->loop, UV_RUN_ONCE);
     uv_loop_close(a->loop);
     rd_swim_delete(a->swim);
     rd_ring_delete(a->ring);

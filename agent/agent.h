@@ -19,8 +19,6 @@
  *     │     └─► addr.c  "host:port" text, rd_addr <-> sockaddr
  *     ├─► snapshot.c  the member table kept in --state-dir across restarts: its
  *     │               bytes, and saving and reading the file
- *     ├─► ringjob.c a ring build and its diff on libuv's thread pool; pace.c says
- *     │             when the next may start
  *     ├─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
  *     └─► metrics.c  the Prometheus text of a sample the loop copies out, and the
  *                    --metrics-addr HTTP endpoint (on a thread of its own; its HTTP
