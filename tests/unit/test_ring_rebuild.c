@@ -493,6 +493,48 @@ static void test_diff_by_the_changed_points_equals_the_walk(void **state)
     run_diff_sequences(true);
 }
 
+/* Members named f* put every point at 0, the others where XXH3 says. */
+static unsigned long flat_hash_calls;
+
+static uint64_t flat_hash(const char *name, size_t name_len, uint32_t i, void *ctx)
+{
+    (void)ctx;
+    flat_hash_calls++;
+    return name[0] == 'f' ? 0 : rd_ring_point_hash(name, name_len, i);
+}
+
+/* A ring whose points all sit at one position: the arc that ends there is the whole circle
+ * in that ring (arc_to's zero lengths), and the diff still equals the walk's. */
+static void test_diff_over_a_ring_at_one_position_equals_the_walk(void **state)
+{
+    (void)state;
+    const struct rd_ring_hooks hooks = {flat_hash, NULL, NULL};
+    static const char *const joins[][2] = {{"fz", NULL}, {"fz", "s1"}, {"s1", NULL}};
+    for (size_t c = 0; c < sizeof joins / sizeof joins[0]; c++) {
+        struct roster r;
+        roster_init(&r, 32);
+        roster_fill(&r, "f%02d", 20, RD_WEIGHT_ONE);
+        struct rd_ring *old = NULL, *next = NULL;
+        assert_int_equal(rd_ring_new_with(r.m, r.n, 8, &hooks, &old), 0);
+        for (int j = 0; j < 2; j++)
+            if (joins[c][j]) roster_add(&r, joins[c][j], RD_WEIGHT_ONE);
+        assert_int_equal(rd_ring_new_with(r.m, r.n, 8, &hooks, &next), 0);
+        struct rd_ring_diff by_points, by_walk;
+        unsigned long before = flat_hash_calls;
+        assert_int_equal(rd_ring_diff_with(old, next, SIZE_MAX, NULL, &by_points), 0);
+        assert_true(flat_hash_calls > before); /* the sparse pass ran */
+        assert_int_equal(rd_ring_diff_walk_with(old, next, SIZE_MAX, NULL, &by_walk), 0);
+        assert_same_diff(&by_points, &by_walk);
+        /* f00 keeps position 0 (the smallest name): only a spread joiner takes keys */
+        assert_true(c == 0 ? by_walk.npairs == 0 : by_walk.npairs > 0);
+        rd_ring_diff_destroy(&by_points);
+        rd_ring_diff_destroy(&by_walk);
+        rd_ring_delete(old);
+        rd_ring_delete(next);
+        roster_free(&r);
+    }
+}
+
 static void test_rebuild_allocation_failure_is_enomem_and_leaks_nothing(void **state)
 {
     (void)state;
@@ -523,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_rebuild_refuses_what_rd_ring_new_refuses),
         cmocka_unit_test(test_rebuild_allocation_failure_is_enomem_and_leaks_nothing),
         cmocka_unit_test(test_diff_by_the_changed_points_equals_the_walk),
+        cmocka_unit_test(test_diff_over_a_ring_at_one_position_equals_the_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
