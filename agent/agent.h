@@ -23,6 +23,8 @@
  *     └─► metrics.c  the Prometheus text of a sample the loop copies out, and the
  *                    --metrics-addr HTTP endpoint (on a thread of its own; its HTTP
  *                    parser is proto/http.c)
+ *   heap.h    the heap policy for ring rebuilds: freed blocks kept while the membership
+ *             churns, given back when it is quiet (header-only; bench_ring uses it too)
  *   files.c   the directory check and durable writes that query.c, keyring.c and
  *             snapshot.c share
  *   config.c  `ringd agent` flags and config file, into struct rd_agent_config

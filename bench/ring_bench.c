@@ -28,6 +28,15 @@
  * (rd_ring_diff_walk_with, ring_internal.h), in the same runs; median of 4R + 1. Both
  * answers are checked to be equal.
  *
+ * Growth (first, while the heap is fresh): what a membership change costs the agent while
+ * its cluster grows, each step one rd_ring_rebuild() from the ring before, the diff it logs
+ * (rd_ring_diff_top(16)) and the old ring freed, as agent/agent.c does; from 10 to 1,000
+ * members 10 at a time (a join storm's batches), from 1,000 to 1,200 and from 2,000 to
+ * 2,050 one at a time, at 512 vnodes. Each series runs in a fresh child process, under the
+ * agent's heap policy (agent/heap.h) and, as the baseline, under glibc's defaults; the two
+ * alternate R times. Reported: the mean ms a step, the median, minor page faults a step and
+ * the child's peak RSS (getrusage), each the median over the R children.
+ *
  * Results are folded into a checksum that is printed, so the compiler cannot drop the loops.
  * Not a test: nothing here asserts a time. Build it in Release without sanitizers.
  */
@@ -36,9 +45,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_util.h"
+#include "heap.h"
 #include "ring.h"
 #include "ring_internal.h"
 
@@ -359,6 +372,100 @@ static void time_diff(size_t members, size_t joins, uint32_t vnodes, int runs, d
     free(l.names);
 }
 
+/* ---- growth: successive rebuilds as the agent does them --------------------------------- */
+
+static struct rusage usage_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru;
+}
+
+struct growth {
+    double mean_ms, median_ms, faults, peak_mb;
+};
+
+/* From `from` to `to` members, `step` at a time, under glibc's defaults or the agent's
+ * heap policy. */
+static struct growth grow_series(size_t from, size_t to, size_t step, bool agent_heap)
+{
+    if (agent_heap) rd_heap_keep_freed();
+    struct bench_list l;
+    list_make(&l, to);
+    struct rd_ring *cur = NULL;
+    if (rd_ring_new(l.m, from, RD_RING_VNODES_DEFAULT, &cur) != 0) exit(1);
+    size_t steps = (to - from) / step;
+    double *t = malloc(steps * sizeof *t);
+    if (!t) exit(1);
+    long f0 = usage_now().ru_minflt;
+    double t0 = now_ns();
+    for (size_t s = 0; s < steps; s++) {
+        struct rd_ring *next = NULL;
+        struct rd_ring_diff d;
+        double a = now_ns();
+        if (rd_ring_rebuild(cur, l.m, from + (s + 1) * step, RD_RING_VNODES_DEFAULT, &next) != 0 ||
+            rd_ring_diff_top(cur, next, 16, &d) != 0)
+            exit(1);
+        sink = sink * 31 + d.npairs + rd_ring_checksum(next);
+        rd_ring_diff_destroy(&d);
+        rd_ring_delete(cur);
+        cur = next;
+        t[s] = (now_ns() - a) / 1e6;
+    }
+    struct rusage ru = usage_now();
+    struct growth g = {(now_ns() - t0) / 1e6 / (double)steps, median(t, (int)steps),
+                       (double)(ru.ru_minflt - f0) / (double)steps, (double)ru.ru_maxrss / 1024};
+    rd_ring_delete(cur);
+    free(t);
+    free(l.m);
+    free(l.names);
+    return g;
+}
+
+/* grow_series() in a child process, so that every series starts from a fresh heap. */
+static struct growth grow_in_child(size_t from, size_t to, size_t step, bool agent_heap)
+{
+    int fd[2];
+    struct growth g;
+    if (pipe(fd) != 0) exit(1);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) exit(1);
+    if (pid == 0) {
+        close(fd[0]);
+        g = grow_series(from, to, step, agent_heap);
+        _exit(write(fd[1], &g, sizeof g) == (ssize_t)sizeof g ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t got = read(fd[0], &g, sizeof g);
+    close(fd[0]);
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        got != (ssize_t)sizeof g) {
+        fprintf(stderr, "growth series failed\n");
+        exit(1);
+    }
+    return g;
+}
+
+/* Medians over `runs` children of each heap, alternating: g[0] glibc's defaults, g[1] the
+ * agent's policy. */
+static void time_growth(size_t from, size_t to, size_t step, int runs, struct growth g[2])
+{
+    double v[2][4][MAX_RUNS];
+    for (int r = 0; r < runs; r++)
+        for (int h = 0; h < 2; h++) {
+            struct growth one = grow_in_child(from, to, step, h == 1);
+            v[h][0][r] = one.mean_ms;
+            v[h][1][r] = one.median_ms;
+            v[h][2][r] = one.faults;
+            v[h][3][r] = one.peak_mb;
+        }
+    for (int h = 0; h < 2; h++)
+        g[h] = (struct growth){median(v[h][0], runs), median(v[h][1], runs), median(v[h][2], runs),
+                               median(v[h][3], runs)};
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_ring [--csv FILE] [--keys N] [--runs R]\n");
@@ -391,12 +498,40 @@ int main(int argc, char **argv)
         fprintf(csv, "bench,members,vnodes,points,ringd,baseline,ratio,unit\n");
     }
 
+    /* First, while this process's heap is fresh: the series fork from it. */
+    printf("growth: ms per membership change (rebuild from the ring before, diff, old ring\n"
+           "freed) while the cluster grows, glibc's default heap against the agent's\n"
+           "(agent/heap.h), medians over %d fresh processes each\n",
+           runs);
+    printf("%6s %6s %5s %7s | %9s %9s %8s %7s | %9s %9s %8s %7s | %6s\n", "from", "to", "step",
+           "vnodes", "glibc mean", "median", "faults", "peak MB", "agent mean", "median", "faults",
+           "peak MB", "ratio");
+    static const struct {
+        size_t from, to, step;
+    } growth_cases[] = {{10, 1000, 10}, {1000, 1200, 1}, {2000, 2050, 1}};
+    for (size_t c = 0; c < sizeof growth_cases / sizeof *growth_cases; c++) {
+        struct growth g[2];
+        time_growth(growth_cases[c].from, growth_cases[c].to, growth_cases[c].step, runs, g);
+        printf(
+            "%6zu %6zu %5zu %7u | %10.3f %9.3f %8.0f %7.1f | %10.3f %9.3f %8.0f %7.1f | %5.1fx\n",
+            growth_cases[c].from, growth_cases[c].to, growth_cases[c].step, RD_RING_VNODES_DEFAULT,
+            g[0].mean_ms, g[0].median_ms, g[0].faults, g[0].peak_mb, g[1].mean_ms, g[1].median_ms,
+            g[1].faults, g[1].peak_mb, g[0].mean_ms / g[1].mean_ms);
+        if (csv)
+            fprintf(csv, "growth_%zu_to_%zu_by_%zu,%zu,%u,%zu,%.4f,%.4f,%.3f,ms\n",
+                    growth_cases[c].from, growth_cases[c].to, growth_cases[c].step,
+                    growth_cases[c].to, RD_RING_VNODES_DEFAULT,
+                    growth_cases[c].to * RD_RING_VNODES_DEFAULT, g[1].mean_ms, g[0].mean_ms,
+                    g[0].mean_ms / g[1].mean_ms);
+    }
+
     struct keys k = {nkeys, malloc(nkeys * KEY_STRIDE), malloc(nkeys)};
     if (!k.buf || !k.len) return 1;
     for (size_t i = 0; i < nkeys; i++)
         k.len[i] = (uint8_t)snprintf(k.buf + i * KEY_STRIDE, KEY_STRIDE, "key:%zu", i);
 
-    printf("lookup: ns per owner(key), hash included, %zu keys, median of %d runs\n", nkeys, runs);
+    printf("\nlookup: ns per owner(key), hash included, %zu keys, median of %d runs\n", nkeys,
+           runs);
     printf("%8s %7s %8s | %10s %12s %7s\n", "members", "vnodes", "points", "ringd ns", "bsearch ns",
            "ratio");
     static const size_t lookup_members[] = {10, 100, 1000};
