@@ -47,6 +47,9 @@ enum rd_msg_type {
 /** SYNC flag: the sender's ring mode was set by its operator, so it never adopts another. */
 #define RD_SYNC_MODE_SET 0x08
 
+/** NACK flag: the helper's ping was refused (nothing listens at the target's address). */
+#define RD_NACK_REFUSED 0x01
+
 /** The ring parameters every SYNC carries: all agents of a cluster must build alike. */
 struct rd_ring_params {
     uint8_t spec;    /**< version of the ring specification, 1.. */
@@ -68,7 +71,7 @@ struct rd_ring_params {
 /** One control message. Fields unused by a type are zero. */
 struct rd_msg {
     uint8_t type;                 /**< enum rd_msg_type */
-    uint8_t flags;                /**< RD_SYNC_* for SYNC */
+    uint8_t flags;                /**< RD_SYNC_* for SYNC, RD_NACK_REFUSED for NACK */
     uint32_t seq;                 /**< probe sequence number (PING, ACK, PING_REQ, NACK) */
     uint64_t checksum;            /**< sender's membership checksum (PING, ACK, SYNC) */
     char target[RD_NAME_MAX + 1]; /**< PING, PING_REQ: the member being probed */

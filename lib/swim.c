@@ -15,6 +15,14 @@
  *     period when we are the slow one, and suspicion timeouts shrink as independent
  *     accusers confirm (memberlist's formula). The arithmetic of both (timeouts, accusers,
  *     the health score) is suspicion.c's; this file decides when it applies.
+ *   - A refusal (rd_swim_refused: the host of an address we pinged said nothing listens
+ *     there) is news the period need not wait for: the PING_REQs leave at once, a relay
+ *     answers with a NACK flagged as refused, and a probe that every path reports refused
+ *     fails then, each refused helper counted as an accuser of its own. A crashed agent on
+ *     a running host is suspected within a round trip, at the shortest suspicion timeout;
+ *     a silent host still costs the whole period and waits for confirmations. Refusals are
+ *     unauthenticated, so one alone never fails a probe that had helpers to ask, and all
+ *     they can start is a suspicion, which the live member refutes.
  *   - Our own lateness is not the target's silence. The caller says how late a tick runs
  *     (rd_swim_tick_lagged): a starved event loop fires its overdue timer before it reads
  *     the answers that waited in its socket, so a late tick gives no verdict (probe
@@ -150,6 +158,7 @@ struct out {
 struct relay {
     uint32_t our_seq, their_seq;
     char target[RD_NAME_MAX + 1];
+    struct rd_addr target_addr;
     struct rd_addr requester;
     uint64_t deadline_ms;
 };
@@ -157,10 +166,13 @@ struct relay {
 struct probe {
     bool active;
     bool indirect_sent;
+    bool refused; /* the target's host refused our ping: nothing listens there */
     uint32_t seq;
     char target[RD_NAME_MAX + 1];
+    struct rd_addr target_addr;
     uint64_t timeout_ms, period_end_ms;
     uint32_t nacks_expected, nacks;
+    uint32_t refused_by; /* bit h: helpers[h] sent a NACK flagged RD_NACK_REFUSED */
     char helpers[HELPERS_MAX][RD_NAME_MAX + 1]; /* asked by PING_REQ: may ACK or NACK for it */
 };
 
@@ -367,6 +379,7 @@ void rd_swim_config_default(struct rd_swim_config *cfg)
         .reclaim_ms = 15000,
         .reconnect_interval_ms = 10000,
         .awareness_max = 8,
+        .act_on_refusals = true,
     };
 }
 
@@ -1125,6 +1138,7 @@ static void start_probe(struct rd_swim *s, uint64_t now_ms)
     struct probe *p = &s->probe;
     *p = (struct probe){.active = true, .seq = next_seq(s)};
     snprintf(p->target, sizeof p->target, "%s", name_of(s, t));
+    p->target_addr = s->members[t].addr;
     p->timeout_ms = now_ms + scaled(s, s->cfg.probe_timeout_ms);
     p->period_end_ms = s->next_probe_ms;
     struct rd_msg m = make_msg(s, RD_MSG_PING, p->seq);
@@ -1177,6 +1191,33 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
     } else if (m->status == RD_SUSPECT) {
         confirm_suspicion(s, (uint32_t)t, name_of(s, 0));
     }
+}
+
+/* Every path to the probe's target was refused: ours, and each helper's that was asked (a
+ * helper's plain NACK or silence leaves the probe to its period). With no helper to ask,
+ * our own refusal is the only path. */
+static bool all_paths_refused(const struct rd_swim *s)
+{
+    const struct probe *p = &s->probe;
+    if (!p->active || !p->refused || !p->indirect_sent) return false;
+    uint32_t all = (UINT32_C(1) << p->nacks_expected) - 1; /* nacks_expected <= HELPERS_MAX */
+    return (p->refused_by & all) == all;
+}
+
+/* Fails the probe if every path was refused. Each helper then saw for itself that nothing
+ * listens at the target's address: an independent accuser, as Lifeguard counts them, so
+ * the suspicion starts at its shortest timeout where a silence would wait for others to
+ * probe and confirm. */
+static void fail_if_refused(struct rd_swim *s, uint64_t now_ms)
+{
+    struct probe *p = &s->probe;
+    if (!s->cfg.act_on_refusals || !all_paths_refused(s)) return;
+    s->stats.probes_refused++;
+    probe_failed(s, now_ms);
+    int t = find_entry(s, p->target);
+    if (t <= 0 || s->members[t].status != RD_SUSPECT) return;
+    for (uint32_t h = 0; h < p->nacks_expected; h++)
+        confirm_suspicion(s, (uint32_t)t, p->helpers[h]);
 }
 
 static void probe_acked(struct rd_swim *s)
@@ -1445,12 +1486,12 @@ static void answer_ping(struct rd_swim *s, uint64_t now_ms, const struct rd_addr
     maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
 }
 
-/* Whether `name` is one of the helpers this probe asked to ping its target for us. */
-static bool asked_helper(const struct probe *p, const char *name)
+/* Which of the helpers this probe asked to ping its target for us `name` is; -1: none. */
+static int helper_index(const struct probe *p, const char *name)
 {
     for (uint32_t h = 0; h < p->nacks_expected; h++)
-        if (strcmp(p->helpers[h], name) == 0) return true;
-    return false;
+        if (strcmp(p->helpers[h], name) == 0) return (int)h;
+    return -1;
 }
 
 /* `known`: the sender was a member of our table at this address before its packet was merged (the
@@ -1473,7 +1514,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
             return;
         }
         if (s->probe.active && m->seq == s->probe.seq &&
-            (strcmp(from_name, s->probe.target) == 0 || asked_helper(&s->probe, from_name))) {
+            (strcmp(from_name, s->probe.target) == 0 || helper_index(&s->probe, from_name) >= 0)) {
             probe_acked(s);
             if (m->checksum != 0) /* 0: a bare ACK, which carries no checksum */
                 maybe_sync_on_mismatch(s, now_ms, from, m->checksum);
@@ -1488,10 +1529,16 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
             return;
         }
         break;
-    case RD_MSG_NACK:
-        if (s->probe.active && m->seq == s->probe.seq && asked_helper(&s->probe, from_name))
-            s->probe.nacks++;
+    case RD_MSG_NACK: {
+        int h = s->probe.active && m->seq == s->probe.seq ? helper_index(&s->probe, from_name) : -1;
+        if (h < 0) break;
+        s->probe.nacks++;
+        if (m->flags & RD_NACK_REFUSED) {
+            s->probe.refused_by |= UINT32_C(1) << h;
+            fail_if_refused(s, now_ms);
+        }
         break;
+    }
     case RD_MSG_PING_REQ: {
         if (!known) {
             s->stats.ping_reqs_refused++; /* probing on behalf of strangers is a reflector */
@@ -1504,6 +1551,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
                             .requester = *from,
                             .deadline_ms = now_ms + s->cfg.probe_timeout_ms};
         snprintf(r->target, sizeof r->target, "%s", m->target);
+        r->target_addr = m->target_addr;
         struct rd_msg ping = make_msg(s, RD_MSG_PING, r->our_seq);
         snprintf(ping.target, sizeof ping.target, "%s", m->target);
         send_msg(s, &m->target_addr, m->target, &ping);
@@ -1553,6 +1601,29 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
 {
     recv_packet(s, now_ms, from, pkt);
     check_invariants(s, "rd_swim_recv");
+}
+
+void rd_swim_refused(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to)
+{
+    if (!s->cfg.act_on_refusals) return;
+    for (size_t k = 0; k < s->nrelays;) {
+        struct relay *r = &s->relays[k];
+        if (!rd_addr_equal(&r->target_addr, to)) {
+            k++;
+            continue;
+        }
+        struct rd_msg nack = make_msg(s, RD_MSG_NACK, r->their_seq);
+        nack.flags = RD_NACK_REFUSED;
+        send_msg(s, &r->requester, NULL, &nack);
+        *r = s->relays[--s->nrelays];
+    }
+    struct probe *p = &s->probe;
+    if (p->active && rd_addr_equal(&p->target_addr, to)) {
+        p->refused = true;
+        if (!p->indirect_sent) probe_indirect(s, now_ms);
+        fail_if_refused(s, now_ms);
+    }
+    check_invariants(s, "rd_swim_refused");
 }
 
 /* ---------------------------------------------------------------- timers */

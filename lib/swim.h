@@ -49,6 +49,9 @@ struct rd_swim_config {
     uint32_t reconnect_interval_ms; /**< try a dead member's address, or the seeds when in a
                                         minority, this often (10000) */
     uint32_t awareness_max;         /**< Lifeguard local health ceiling (8) */
+    bool act_on_refusals;           /**< a probe whose target's host and every helper's
+                                         say nothing listens there fails at once (true):
+                                         see rd_swim_refused() */
 };
 
 /** Fills `cfg` with the LAN defaults above. */
@@ -84,7 +87,8 @@ struct rd_swim_event {
 struct rd_swim_stats {
     uint64_t packets_in, packets_out;
     uint64_t probes, probes_acked, probes_failed, indirect_probes; /**< sent, then how each ended */
-    uint64_t refutes; /**< times we raised our incarnation to refute */
+    uint64_t probes_refused; /**< of probes_failed: failed early, every path refused */
+    uint64_t refutes;        /**< times we raised our incarnation to refute */
     uint64_t syncs_in, syncs_out, syncs_done,
         syncs_failed;              /**< out: started, then how each ended */
     uint64_t events_dropped;       /**< events lost because nobody drained the queue */
@@ -132,6 +136,16 @@ void rd_swim_delete(struct rd_swim *s);
 /** A decoded UDP packet arrived from `from` (the datagram's source address). */
 void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from,
                   const struct rd_packet *pkt);
+/**
+ * The network refused a datagram we sent to `to`: its host answered that nothing listens
+ * on that port (ICMP port unreachable, read from the socket's error queue). A crashed
+ * agent on a running host says so at once, where a silent one costs the probe's whole
+ * period. If `to` is the target of our probe, its PING_REQs go out now; if we relay a
+ * probe of `to`, our NACK goes out now, flagged RD_NACK_REFUSED. A probe fails before its
+ * period ends only when the direct path and every helper asked report a refusal (with
+ * cfg.act_on_refusals). Anything else is ignored: refusals are not authenticated.
+ */
+void rd_swim_refused(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *to);
 /** Runs every timer that is due at `now_ms`. */
 void rd_swim_tick(struct rd_swim *s, uint64_t now_ms);
 /**

@@ -27,7 +27,8 @@ struct delivery {
     uint32_t to, from;
     uint32_t tick_gen; /* for ticks, and for slices (a generation of their own) */
     bool is_tick;
-    bool is_slice; /* a starved member is scheduled (see "starvation") */
+    bool is_slice;   /* a starved member is scheduled (see "starvation") */
+    bool is_refusal; /* `from`'s host refused a datagram of `to`'s (see sim_crash_process) */
     uint16_t len;
     char *data;
 };
@@ -35,6 +36,7 @@ struct delivery {
 struct simm {
     struct rd_swim *swim;
     enum sim_state state;
+    bool refuses; /* down, but its host answers datagrams with a refusal */
     bool leaving;
     uint64_t leave_deadline;
     char name[24];
@@ -280,6 +282,19 @@ static bool runs_now(const struct sim *sim, const struct simm *m)
     return m->starve_max_ms == 0 || sim->now <= m->slice_end;
 }
 
+/* The host of down member `dead` refuses a datagram from `to`: the refusal travels back
+ * like a packet, with the link's delay and loss. */
+static void send_refusal(struct sim *sim, uint32_t dead, uint32_t to)
+{
+    if (!link_up(sim, dead, to)) return;
+    double loss = sim->loss[(size_t)dead * sim->n + to];
+    if (loss > 0 && (double)(rd_rand_next(&sim->rng) >> 11) / 9007199254740992.0 < loss) return;
+    uint64_t delay = sim->delay_ms;
+    if (sim->jitter_ms) delay += rd_rand_below(&sim->rng, sim->jitter_ms + 1);
+    heap_push(sim, (struct delivery){
+                       .time = sim->now + delay, .to = to, .from = dead, .is_refusal = true});
+}
+
 static void deliver(struct sim *sim, struct delivery *d)
 {
     struct simm *m = &sim->m[d->to];
@@ -289,8 +304,16 @@ static void deliver(struct sim *sim, struct delivery *d)
         m->backlog[m->nbacklog++] = *d;
         return;
     }
+    if (!waits && m->state == SIM_DOWN && m->refuses && !d->is_refusal &&
+        link_up(sim, d->from, d->to))
+        send_refusal(sim, d->to, d->from);
     if (waits || m->state != SIM_UP || !link_up(sim, d->from, d->to)) {
         free(d->data);
+        return;
+    }
+    if (d->is_refusal) {
+        rd_swim_refused(m->swim, sim->now, &sim->m[d->from].addr);
+        mark_drain(sim, d->to);
         return;
     }
     struct rd_packet pkt;
@@ -467,6 +490,7 @@ void sim_start_as(struct sim *sim, size_t i, size_t seed_member, size_t as)
     m->swim = rd_swim_new_shared(&sim->cfg, &self, seed, sim->now, sim->strings);
     if (!m->swim) abort();
     m->state = SIM_UP;
+    m->refuses = false;
     m->leaving = false;
     m->tick_at = 0;
     if (seed_member != i) rd_swim_join(m->swim, sim->now, &sim->m[seed_member].addr, 1);
@@ -487,6 +511,13 @@ void sim_start_all(struct sim *sim, size_t seed_member, uint64_t spread_ms)
 void sim_crash(struct sim *sim, size_t i)
 {
     sim->m[i].state = SIM_DOWN;
+    sim->m[i].refuses = false;
+}
+
+void sim_crash_process(struct sim *sim, size_t i)
+{
+    sim->m[i].state = SIM_DOWN;
+    sim->m[i].refuses = true;
 }
 
 void sim_freeze(struct sim *sim, size_t i, bool frozen)
@@ -562,6 +593,15 @@ void sim_inject(struct sim *sim, size_t i, const struct rd_addr *from, const str
     struct rd_packet got;
     roundtrip(sim, pkt, &got);
     rd_swim_recv(m->swim, sim->now, from, &got);
+    mark_drain(sim, i);
+    drain_all(sim);
+}
+
+void sim_refuse(struct sim *sim, size_t i, size_t about)
+{
+    struct simm *m = &sim->m[i];
+    if (m->state != SIM_UP) return;
+    rd_swim_refused(m->swim, sim->now, &sim->m[about].addr);
     mark_drain(sim, i);
     drain_all(sim);
 }

@@ -5,8 +5,9 @@
  * round-tripped through the real wire codec, over a fake network whose faults are data:
  * per-link loss and delay, one-way and two-way partitions, frozen members (they neither
  * process nor send until thawed), CPU starvation (members run only in short, late slices),
- * crashes and restarts. All randomness flows from one seed, so a run replays bit for bit:
- * tests print the seed, and `--seed` replays it.
+ * crashes (of a silent host, or of a process whose host refuses its datagrams) and
+ * restarts. All randomness flows from one seed, so a run replays bit for bit: tests print
+ * the seed, and `--seed` replays it.
  *
  * Full-state syncs (TCP in the agent) are delivered at once as a request and a reply, and
  * fail when the link is cut or the peer is down.
@@ -40,8 +41,12 @@ void sim_start(struct sim *sim, size_t i, size_t seed_member);
 void sim_start_as(struct sim *sim, size_t i, size_t seed_member, size_t as);
 /** Starts every member, each joining member `seed_member`, `spread_ms` apart. */
 void sim_start_all(struct sim *sim, size_t seed_member, uint64_t spread_ms);
-/** Crash: member i stops at once, nothing more is sent or received. */
+/** Crash of a host: member i stops at once, nothing more is sent or received. */
 void sim_crash(struct sim *sim, size_t i);
+/** Crash of a process on a running host: member i stops at once, and every datagram sent
+ *  to it comes back to its sender as a refusal (rd_swim_refused), with the link's delay
+ *  and loss, as ICMP port unreachable does. */
+void sim_crash_process(struct sim *sim, size_t i);
 /** Freeze / thaw: a frozen member keeps its state but processes nothing; packets to it queue. */
 void sim_freeze(struct sim *sim, size_t i, bool frozen);
 /**
@@ -70,6 +75,10 @@ void sim_set_delay(struct sim *sim, uint32_t delay_ms, uint32_t jitter_ms);
 /** A forged datagram: member i receives `pkt` from `from` now (as if it came off the wire;
  *  pkt is round-tripped through the codec first), and what it answers is sent. */
 void sim_inject(struct sim *sim, size_t i, const struct rd_addr *from, const struct rd_packet *pkt);
+
+/** A forged refusal: member i hears now that member `about`'s address refused a datagram
+ *  (rd_swim_refused), whatever `about`'s state; what it answers is sent. */
+void sim_refuse(struct sim *sim, size_t i, size_t about);
 
 /** Member i's core was changed from outside, as a socket command does: what it now wants
  *  sent goes out at once, and its next tick is rescheduled. */

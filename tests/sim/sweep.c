@@ -539,8 +539,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: rd_sweep [--n LIST] [--loss LIST] [--seed S] [--csv FILE] [--quick]\n"
-            "                [--jobs J] [--window S] [--join-max S] [--crashes K] [--mem-gb G]\n"
-            "                [--starve MEAN/MAX] [--verbose]\n");
+            "                [--jobs J] [--window S] [--warmup S] [--join-max S] [--crashes K]\n"
+            "                [--mem-gb G] [--starve MEAN/MAX] [--verbose]\n");
     exit(2);
 }
 

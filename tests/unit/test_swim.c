@@ -163,6 +163,114 @@ static void test_crashed_member_is_declared_dead_by_all(void **state)
     sim_delete(sim);
 }
 
+/* Time until every other member sees member 5 of a converged 10-member cluster dead, after
+ * it crashed as a host (silent) or as a process whose host refuses its datagrams. */
+static uint64_t crash_seen_after(uint64_t seed, bool process, bool act_on_refusals,
+                                 uint64_t *refused_probes)
+{
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    cfg.act_on_refusals = act_on_refusals;
+    struct sim *sim = sim_new(10, seed, &cfg);
+    sim_set_delay(sim, 1, 0); /* no jitter: the runs draw the same random numbers */
+    sim_start_all(sim, 0, 10);
+    size_t n = 10;
+    assert_true(sim_run_until_pred(sim, all_alive, &n, 50, 5000) != UINT64_MAX);
+    sim_run(sim, 3000);
+    if (process)
+        sim_crash_process(sim, 5);
+    else
+        sim_crash(sim, 5);
+    struct seen s = {5, RD_DEAD};
+    uint64_t t = sim_run_until_pred(sim, all_see, &s, 10, 60000);
+    assert_int_equal(sim_false_deaths(sim), 0);
+    assert_consistent(sim);
+    *refused_probes = 0;
+    for (size_t i = 0; i < 10; i++)
+        if (i != 5) *refused_probes += rd_swim_stats(sim_swim(sim, i))->probes_refused;
+    sim_delete(sim);
+    return t;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * A crashed agent on a running host is suspected within a round trip: its host refuses the
+ * probe, the helpers' pings are refused too, and the probe fails without waiting for its
+ * period; the suspicion's confirmations come as fast. Over 21 seeds the median time until
+ * all see it dead falls by more than the second a silent probe costs. Without
+ * act_on_refusals the same run gives the silent host's times to the millisecond: the
+ * refusals are what changed.
+ */
+static void test_a_crashed_process_is_found_sooner_than_a_silent_host(void **state)
+{
+    enum { SEEDS = 21 };
+    uint64_t host[SEEDS], process[SEEDS], refused = 0;
+    for (uint64_t k = 0; k < SEEDS; k++) {
+        uint64_t seed = test_seed(500 + k), r;
+        host[k] = crash_seen_after(seed, false, true, &r);
+        assert_int_equal(r, 0);
+        uint64_t ignored = crash_seen_after(seed, true, false, &r);
+        assert_int_equal(ignored, host[k]);
+        assert_int_equal(r, 0);
+        process[k] = crash_seen_after(seed, true, true, &r);
+        refused += r;
+        printf("# seed %llu: host %llu ms, process %llu ms\n", (unsigned long long)seed,
+               (unsigned long long)host[k], (unsigned long long)process[k]);
+        assert_true(process[k] <= host[k]);
+    }
+    qsort(host, SEEDS, sizeof *host, compare_u64);
+    qsort(process, SEEDS, sizeof *process, compare_u64);
+    printf("# median: host %llu ms, process %llu ms; %llu probes failed on refusals\n",
+           (unsigned long long)host[SEEDS / 2], (unsigned long long)process[SEEDS / 2],
+           (unsigned long long)refused);
+    assert_true(refused > 0);
+    assert_true(process[SEEDS / 2] + 1000 <= host[SEEDS / 2]);
+}
+
+/*
+ * Refusals are not authenticated (anyone can forge ICMP). Forged at the prober alone they
+ * start no suspicion: the helpers still reach the member. Forged at every member as fast
+ * as they probe, while 40% of the live member's datagrams are lost, they start
+ * suspicions, but it refutes each one and nobody ever sees it dead.
+ */
+static void test_forged_refusals_cannot_kill_a_live_member(void **state)
+{
+    struct sim *sim = cluster(10, 91);
+    sim_set_delay(sim, 20, 10);
+    converge(sim, 10, 5000);
+    for (int ms = 0; ms < 60000; ms += 5) {
+        sim_refuse(sim, 0, 3);
+        sim_run(sim, 5);
+    }
+    assert_int_equal(sim_event_count(sim, 3, RD_SUSPECT), 0);
+    assert_true(rd_swim_stats(sim_swim(sim, 0))->probes > 50);
+
+    sim_set_loss(sim, 3, SIZE_MAX, 0.4);
+    uint64_t refused = 0;
+    for (int ms = 0; ms < 120000; ms += 5) {
+        for (size_t i = 0; i < 10; i++)
+            if (i != 3) sim_refuse(sim, i, 3);
+        sim_run(sim, 5);
+    }
+    for (size_t i = 0; i < 10; i++)
+        if (i != 3) refused += rd_swim_stats(sim_swim(sim, i))->probes_refused;
+    printf("# forged refusals everywhere: %llu probes failed on them, %llu suspect events\n",
+           (unsigned long long)refused, (unsigned long long)sim_event_count(sim, 3, RD_SUSPECT));
+    assert_true(refused > 0);
+    assert_int_equal(sim_event_count(sim, 3, RD_DEAD), 0);
+    assert_int_equal(sim_false_deaths(sim), 0);
+    sim_set_loss(sim, 3, SIZE_MAX, 0);
+    sim_run(sim, 10000);
+    assert_true(sim_converged(sim, 10));
+    assert_consistent(sim);
+    sim_delete(sim);
+}
+
 static void test_unreachable_member_refutes_and_stays_alive(void **state)
 {
     struct sim *sim = cluster(10, 11);
@@ -1093,6 +1201,8 @@ int main(void)
         cmocka_unit_test(test_a_mass_join_outruns_the_gossip_cadence),
         cmocka_unit_test(test_a_lost_ping_is_retried_directly),
         cmocka_unit_test(test_crashed_member_is_declared_dead_by_all),
+        cmocka_unit_test(test_a_crashed_process_is_found_sooner_than_a_silent_host),
+        cmocka_unit_test(test_forged_refusals_cannot_kill_a_live_member),
         cmocka_unit_test(test_unreachable_member_refutes_and_stays_alive),
         cmocka_unit_test(test_leave_is_seen_as_left_not_dead),
         cmocka_unit_test(test_dissemination_takes_logarithmic_rounds),
