@@ -53,6 +53,7 @@
 #include "query.h"
 #include "rand.h"
 #include "rd_err.h"
+#include "refusals.h"
 #include "ring.h"
 #include "snapshot.h"
 #include "swim.h"
@@ -122,6 +123,10 @@ struct rd_agent {
     uint64_t start_ms;
     struct rd_member *rx_members; /* decoder scratch for one datagram */
     uint64_t malformed_packets;
+    uint64_t refused_packets;   /* sent, and refused by the destination's host (refusals.h) */
+    bool refusals_on;           /* the UDP socket reports them (--probe-refusals) */
+    struct rd_addr refused[32]; /* refusals taken, not yet handed to the core */
+    size_t nrefused;
     size_t weight_capped;             /* ring members placed at --max-weight in the last rebuild */
     struct rd_envelope_drops dropped; /* datagrams refused by the envelope rule */
     char udp_buf[65536];
@@ -437,7 +442,19 @@ static void stop_now(struct rd_agent *a, int rc)
     uv_stop(a->loop);
 }
 
-static void flush(struct rd_agent *a)
+/* Moves what the UDP socket's error queue holds into a->refused (refusals.h): the
+ * destinations that refused our datagrams, which flush() hands to the core. */
+static void take_refusals(struct rd_agent *a)
+{
+    uv_os_fd_t fd;
+    if (!a->refusals_on || uv_fileno((uv_handle_t *)&a->udp, &fd) < 0) return;
+    size_t room = sizeof a->refused / sizeof a->refused[0] - a->nrefused;
+    size_t n = rd_refusals_drain(fd, a->refused + a->nrefused, room, NULL);
+    a->nrefused += n;
+    a->refused_packets += n;
+}
+
+static void send_packets(struct rd_agent *a)
 {
     uint64_t now = now_ms();
     struct rd_addr to;
@@ -456,9 +473,28 @@ static void flush(struct rd_agent *a)
         struct sockaddr_storage ss;
         rd_addr_to_sockaddr(&to, &ss);
         uv_buf_t b = uv_buf_init(a->tx_buf, (unsigned)len);
-        if (uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss) >= 0) /* else: loss */
-            a->bytes_out += len;
+        int rc = uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss);
+        if (rc == UV_ECONNREFUSED) {
+            /* an earlier datagram's refusal was pending on the socket and failed this send,
+             * which did not go out: take the refusal and send again */
+            take_refusals(a);
+            rc = uv_udp_try_send(&a->udp, &b, 1, (struct sockaddr *)&ss);
+        }
+        if (rc >= 0) a->bytes_out += len; /* else: loss */
     }
+}
+
+static void flush(struct rd_agent *a)
+{
+    send_packets(a);
+    while (a->nrefused) { /* the core may answer a refusal at once (PING_REQ, NACK) */
+        size_t n = a->nrefused;
+        a->nrefused = 0;
+        for (size_t i = 0; i < n; i++)
+            rd_swim_refused(a->swim, now_ms(), &a->refused[i]);
+        send_packets(a);
+    }
+    struct rd_addr to;
     while (rd_swim_poll_sync(a->swim, &to))
         rd_sync_connect(a->sync, &to);
     struct rd_swim_event ev;
@@ -506,7 +542,7 @@ static void flush(struct rd_agent *a)
         return;
     }
     uint64_t next = rd_swim_next_tick(a->swim);
-    now = now_ms();
+    uint64_t now = now_ms();
     /* a deadline already past is due now, not late: lateness counts from when it was asked */
     a->tick_due_ms = next > now ? next : now;
     uv_timer_start(&a->tick_timer, on_tick, next > now ? next - now : 0, 0);
@@ -622,6 +658,10 @@ static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *b, const struct soc
                      unsigned flags)
 {
     struct rd_agent *a = u->data;
+    if (n < 0) { /* how libuv shows that the error queue holds something */
+        take_refusals(a);
+        flush(a);
+    }
     if (n <= 0 || !from) return;
     a->bytes_in += (uint64_t)n;
     struct rd_packet pkt;
@@ -1079,6 +1119,7 @@ static void restart_only(const struct rd_agent_config *in, const struct rd_agent
         {"state-dir", strcmp(in->state_dir, next->state_dir) != 0},
         {"rejoin", in->rejoin != next->rejoin},
         {"profile", in->profile != next->profile},
+        {"probe-refusals", switch_on(in->probe_refusals) != switch_on(next->probe_refusals)},
         {"dns-server", strcmp(in->dns_server, next->dns_server) != 0},
         {"metrics-addr", strcmp(in->metrics_text, next->metrics_text) != 0},
     };
@@ -1274,6 +1315,7 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .max_weight = a->cfg.max_weight,
         .members_weight_capped = a->weight_capped,
         .packets_malformed = a->malformed_packets,
+        .packets_refused = a->refused_packets,
         .syncs_malformed = ss.malformed,
         .syncs_oversize = ss.oversize,
         .syncs_refused_source = ss.refused_source,
@@ -1416,6 +1458,7 @@ static const char *metrics_text(struct rd_agent *a, size_t *len)
     s->bytes_in = a->bytes_in;
     s->bytes_out = a->bytes_out;
     s->packets_malformed = a->malformed_packets;
+    s->packets_refused = a->refused_packets;
     s->packets_dropped = a->dropped;
     s->syncs_dropped = rd_sync_dropped(a->sync);
     s->suspicions = a->suspicions;
@@ -1531,6 +1574,14 @@ static int open_udp(struct rd_agent *a, char *err, size_t errlen)
         return RD_EIO;
     }
     a->udp.data = a;
+    uv_os_fd_t fd;
+    if (a->cfg.probe_refusals != RD_SWITCH_OFF && uv_fileno((uv_handle_t *)&a->udp, &fd) == 0) {
+        rc = rd_refusals_enable(fd, a->cfg.bind.family);
+        if (rc < 0)
+            rd_logf(RD_LOG_WARN, "refusals not reported: probes wait for their period",
+                    RD_FSTR("error", uv_strerror(rc)));
+        a->refusals_on = rc == 0;
+    }
     uv_udp_recv_start(&a->udp, udp_alloc, udp_recv);
     return 0;
 }
@@ -1624,6 +1675,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     snprintf(self.tags, sizeof self.tags, "%s", a->cfg.tags);
     struct rd_swim_config sc;
     rd_swim_config_profile(&sc, a->cfg.profile);
+    sc.act_on_refusals = a->cfg.probe_refusals != RD_SWITCH_OFF;
     uint64_t seed = a->cfg.seed ? a->cfg.seed : wall_ms() ^ ((uint64_t)getpid() << 32);
     a->swim = rd_swim_new(&sc, &self, seed, now_ms());
     a->ring_params =

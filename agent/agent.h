@@ -20,6 +20,9 @@
  *     ├─► snapshot.c  the member table kept in --state-dir across restarts: its
  *     │               bytes, and saving and reading the file
  *     ├─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
+ *     ├─► refusals.c  the UDP socket's error queue: which destinations refused a
+ *     │               datagram (ICMP port unreachable), for --probe-refusals
+ *     │     └─► addr.c
  *     └─► metrics.c  the Prometheus text of a sample the loop copies out, and the
  *                    --metrics-addr HTTP endpoint (on a thread of its own; its HTTP
  *                    parser is proto/http.c)

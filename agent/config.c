@@ -424,6 +424,9 @@ static const struct option_def options[] = {
     {"profile", "lan|wan|local", OPT_ONE, AT(profile), "lan", NULL, set_profile,
      "timing of probes, gossip and suspicion: memberlist's LAN, WAN\n"
      "or local-loopback set (README), the same on all agents"},
+    {"probe-refusals", "on|off", OPT_ONE, AT(probe_refusals), NULL, "on", set_switch,
+     "fail a probe at once when the target's host and every helper's\n"
+     "say nothing listens there (ICMP port unreachable; README)"},
     {"dns-server", "IP[:PORT][,...]", OPT_ONE, AT(dns_server), NULL, "/etc/resolv.conf",
      set_dns_server, "name servers asked for --join and JOIN names (A, AAAA, SRV)"},
     {"metrics-addr", "HOST:PORT", OPT_ONE, AT(metrics_text), NULL, "none", set_address,

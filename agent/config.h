@@ -64,6 +64,7 @@ struct rd_agent_config {
     struct rd_keyring keyring;     /* loaded by rd_config_secure() */
     /* with a keyring: refuse plain packets / seal what is sent; on unless turned off */
     enum rd_switch gossip_verify_incoming, gossip_verify_outgoing;
+    enum rd_switch probe_refusals; /* act on ICMP port unreachable for probes; on unless off */
     char on_event[RD_HOOKS_MAX][RD_HOOK_SPEC_MAX + 1]; /* [FILTER=]CMD, hooks.h */
     int non_event;
     uint32_t event_timeout_s; /* a handler running longer is killed */

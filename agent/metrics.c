@@ -252,8 +252,14 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
         "Direct probes ended, by result (acked directly or "
         "indirectly, or failed).",
         "result=\"ok\"", w->probes_acked, "result=\"failed\"", w->probes_failed);
+    one(&o, "ringd_probes_refused_total", "counter",
+        "Of the failed probes: failed at once, every path refused (nothing listens there).",
+        w->probes_refused);
     one(&o, "ringd_indirect_probes_total", "counter", "Indirect probes asked of other members.",
         w->indirect_probes);
+    one(&o, "ringd_gossip_packets_refused_total", "counter",
+        "Datagrams whose destination's host refused them (ICMP port unreachable).",
+        s->packets_refused);
     one(&o, "ringd_suspicions_total", "counter", "Members this agent saw turn suspect.",
         s->suspicions);
     one(&o, "ringd_refutes_total", "counter", "Times this agent refuted a suspicion of itself.",

@@ -59,6 +59,7 @@ struct rd_metrics_sample {
     struct rd_sync_stats sync; /**< sync.c's: connections refused and cut, frames dropped */
     uint64_t bytes_in, bytes_out;
     uint64_t packets_malformed;
+    uint64_t packets_refused; /* datagrams whose destination refused them */
     struct rd_envelope_drops packets_dropped, syncs_dropped;
     uint64_t suspicions; /**< members this agent saw turn suspect */
     uint32_t health;

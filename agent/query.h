@@ -45,6 +45,7 @@ struct rd_query_status {
     uint32_t max_weight;               /**< heavier members are placed at this weight */
     size_t members_weight_capped;      /**< members of the ring placed at max_weight */
     uint64_t packets_malformed;        /**< datagrams dropped undecoded */
+    uint64_t packets_refused;          /**< datagrams whose destination refused them */
     uint64_t syncs_malformed;          /**< sync frames dropped undecoded */
     uint64_t syncs_oversize;           /**< sync frames refused for the length they announced */
     uint64_t syncs_refused_source;     /**< incoming syncs refused: per-source limit */

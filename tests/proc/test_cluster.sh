@@ -1,7 +1,9 @@
 #!/bin/bash
 # test_cluster.sh RINGD — real agents on loopback: 20 agents converge on one ring, a
-# SIGKILLed agent is declared dead by all, a SIGTERMed one is seen as left and exits 0,
-# and garbage sent to the gossip port changes nothing.
+# SIGKILLed agent is declared dead by all (its host refusing the probes, which fail at once
+# on those refusals; the last agent runs with --probe-refusals off and hears none), a
+# SIGTERMed one is seen as left and exits 0, and garbage sent to the gossip port changes
+# nothing.
 set -u
 RINGD=$1
 . "$(dirname "$0")/lib.sh"
@@ -10,10 +12,13 @@ N=${N:-20}
 names=""
 start n0 "$PORT0" || exit 1
 names="n0"
-for i in $(seq 1 $((N - 1))); do
+for i in $(seq 1 $((N - 2))); do
   start "n$i" $((PORT0 + i)) --join "127.0.0.1:$PORT0" || exit 1
   names="$names n$i"
 done
+deaf="n$((N - 1))"
+start "$deaf" $((PORT0 + N - 1)) --join "127.0.0.1:$PORT0" --probe-refusals off || exit 1
+names="$names $deaf"
 t_started=$(now_ms)
 
 # Timings come from the agents' own log lines, not from how fast this test can poll.
@@ -66,6 +71,14 @@ if wait_for 40 all_dead >/dev/null; then
   t=$(( $(last_log_ms 'msg="member dead" member=n5 ' $survivors) - t_kill ))
   check "SIGKILLed agent declared dead by all ${t} ms after the kill (limit 15 s)" [ "$t" -le 15000 ]
 else fail "SIGKILLed agent not declared dead by all within 40 s"; fi
+refused=0 failed_fast=0
+for n in $survivors; do
+  refused=$((refused + $(info "$n" packets_refused)))
+  failed_fast=$((failed_fast + $(info "$n" probes_refused)))
+done
+check "the kernel refused probes of the killed agent ($refused datagrams), and $failed_fast probes failed on those refusals" \
+  [ "$refused" -gt 0 -a "$failed_fast" -gt 0 ]
+check "$deaf, with --probe-refusals off, heard no refusal" [ "$(info "$deaf" packets_refused)" = 0 ]
 
 # SIGTERM one: seen as left (not dead) by all, and it exits 0
 pid7=$(pid_of n7)

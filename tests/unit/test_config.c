@@ -369,6 +369,7 @@ static void test_config_help_names_every_option_once(void **state)
         "rejoin",
         "profile",
         "metrics-addr",
+        "probe-refusals",
     };
     size_t ndoc = sizeof documented / sizeof documented[0];
     for (size_t i = 0; i < ndoc; i++) {

@@ -35,6 +35,7 @@ static struct rd_metrics_sample sample(void)
                                            .probes = 10, /* one still waits */
                                            .probes_acked = 7,
                                            .probes_failed = 2,
+                                           .probes_refused = 1,
                                            .syncs_in = 7,
                                            .syncs_out = 9, /* one still waits */
                                            .syncs_done = 6,
@@ -42,6 +43,7 @@ static struct rd_metrics_sample sample(void)
                                   .sync = {.timed_out_header = 3},
                                   .bytes_in = 1000,
                                   .bytes_out = 1100,
+                                  .packets_refused = 8,
                                   .suspicions = 6,
                                   .health = 2,
                                   .ncommands = 2,
@@ -91,6 +93,8 @@ static void test_metrics_sample_lines(void **state)
     has_line(text, "ringd_gossip_packets_dropped_total{reason=\"nokey\"} 12");
     has_line(text, "ringd_probes_total{result=\"ok\"} 7");
     has_line(text, "ringd_probes_total{result=\"failed\"} 2");
+    has_line(text, "ringd_probes_refused_total 1");
+    has_line(text, "ringd_gossip_packets_refused_total 8");
     has_line(text, "ringd_suspicions_total 6");
     has_line(text, "ringd_syncs_total{direction=\"out\",result=\"failed\"} 1");
     has_line(text, "ringd_syncs_total{direction=\"out\",result=\"ok\"} 6");

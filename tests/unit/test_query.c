@@ -84,6 +84,7 @@ static void fake_status(void *ctx, struct rd_query_status *out)
         .max_weight = 4000,
         .members_weight_capped = 18,
         .packets_malformed = 5,
+        .packets_refused = 24,
         .syncs_malformed = 6,
         .syncs_oversize = 7,
         .syncs_refused_source = 8,
@@ -559,8 +560,9 @@ static int info_all(struct fixture *f, char *text, size_t cap, size_t conns)
         "\r\n# Gossip\r\n"
         "packets_in:0\r\npackets_out:0\r\npackets_malformed:5\r\n"
         "packets_dropped_nokey:12\r\npackets_dropped_plain:13\r\n"
-        "packets_dropped_sealed:14\r\npackets_accepted_plain:18\r\n"
-        "probes:0\r\nprobes_failed:0\r\nrefutes:0\r\nreplies_trimmed:0\r\nping_reqs_refused:0\r\n"
+        "packets_dropped_sealed:14\r\npackets_accepted_plain:18\r\npackets_refused:24\r\n"
+        "probes:0\r\nprobes_failed:0\r\nprobes_refused:0\r\nrefutes:0\r\nreplies_trimmed:0\r\n"
+        "ping_reqs_refused:0\r\n"
         "syncs_in:0\r\nsyncs_out:0\r\n"
         "syncs_failed:0\r\nsyncs_malformed:6\r\nsyncs_oversize:7\r\n"
         "syncs_refused_source:8\r\nsyncs_refused_full:9\r\nsyncs_timed_out_header:10\r\n"
