@@ -11,12 +11,14 @@
  * A rebuild waits RD_REBUILD_COALESCE_MS after the first change so a burst of changes
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
- * membership keeps changing, rebuilds average one per RD_REBUILD_GAP_MS after a burst of
- * RD_REBUILD_BURST (a rate limit by theoretical arrival time), or one per
- * RD_REBUILD_COST_FACTOR times the last rebuild's wall time when that is longer: a rebuild
- * costs O(points), and in a join storm on a shared host it was most of every agent's CPU,
- * stretched in wall time by the agents crowding each other out; a join of a few members on
- * a quiet host still settles its ring within a few hundred ms.
+ * membership keeps changing, each rebuild is charged RD_REBUILD_COST_FACTOR times the CPU
+ * time it took (at least RD_REBUILD_GAP_MS, at most RD_REBUILD_GAP_MAX_MS), and rebuilds
+ * keep the coalescing pace only while the charges stay within RD_REBUILD_BURST maximum gaps
+ * ahead of the clock (a rate limit by theoretical arrival time, pace.h): a rebuild costs
+ * O(points), and in a join storm on a shared host it was most of every agent's CPU. CPU
+ * time, not wall time: wall time also counts the other processes crowding the host, and
+ * would hold back the ring of a hundred agents started together for rebuilds of a
+ * millisecond or two; an allowance of charges, not of rebuilds, so that such a burst fits.
  * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
  * calls back here after it changed the core, so the agent flushes.
  * Readiness: an agent told to join (needs_join) answers no placement until the core says
@@ -39,6 +41,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -64,11 +67,13 @@
 #define RD_REBUILD_COALESCE_MS 100
 /** ... and under sustained change, rebuilds average one per this long at least, */
 #define RD_REBUILD_GAP_MS 1000
-/** ... or per this many times the wall time the last one took, up to the cap (pace.h). */
-#define RD_REBUILD_COST_FACTOR 100
+/** ... or per this many times the CPU time the last one took, up to the cap (pace.h): each
+ * agent spends at most 1/2000 of its time on rebuilds, so 1,000 agents sharing 2 cores
+ * spend at most a quarter of the host on them. */
+#define RD_REBUILD_COST_FACTOR 2000
 #define RD_REBUILD_GAP_MAX_MS  10000
-/** ... after a burst of this many at the coalescing pace. */
-#define RD_REBUILD_BURST 3
+/** ... once this many maximum gaps have been charged ahead of the clock. */
+#define RD_REBUILD_BURST 6
 /** A ring event names the largest this many (from, to) moves of key space. */
 #define RD_RING_EVENT_MOVES 16
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
@@ -216,9 +221,17 @@ static int build_ring(const struct rd_agent *a, const struct rd_ring_member *rm,
     return rd_ring_rebuild(a->ring, rm, n, a->ring_params.vnodes, out);
 }
 
+/* CPU time of this thread (the loop's), in ns. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void rebuild_ring(struct rd_agent *a)
 {
-    uint64_t started_ns = uv_hrtime();
+    uint64_t started_ns = uv_hrtime(), started_cpu_ns = thread_cpu_ns();
     size_t count = rd_swim_member_count(a->swim), n = 0;
     bool ketama = a->ring_params.mode == RD_RING_MODE_KETAMA;
     struct rd_ring_member *rm = malloc((count ? count : 1) * sizeof *rm);
@@ -299,7 +312,8 @@ static void rebuild_ring(struct rd_agent *a)
             RD_FHEX("ring_checksum", rd_ring_checksum(ring)),
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
             RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d.moved),
-            RD_FUINT("moves", d.npairs), RD_FSTR("largest_move", top));
+            RD_FUINT("moves", d.npairs), RD_FSTR("largest_move", top),
+            RD_FDBL("cpu_ms", (double)(thread_cpu_ns() - started_cpu_ns) / 1e6));
     uint64_t budget, raw;
     if (rd_ring_scaled(ring, &budget, &raw))
         rd_logf(RD_LOG_WARN, "ring scaled to the point limit", RD_FUINT("raw_points", raw),
@@ -338,9 +352,9 @@ static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    uint64_t now = now_ms(), started_ns = uv_hrtime();
+    uint64_t now = now_ms(), started_ns = thread_cpu_ns();
     rebuild_ring(a);
-    rd_pace_done(&a->rebuild_pace, now, uv_hrtime() - started_ns);
+    rd_pace_done(&a->rebuild_pace, now, thread_cpu_ns() - started_ns);
     uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
 }
 

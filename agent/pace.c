@@ -16,9 +16,10 @@ struct rd_pace rd_pace_init(uint32_t coalesce_ms, uint32_t gap_min_ms, uint32_t 
 
 uint64_t rd_pace_due(const struct rd_pace *p, uint64_t now_ms)
 {
-    /* the allowance is in minimum gaps: tat_ms was built from the gaps of past rebuilds,
-     * and an allowance in today's gap would let a crowded host burst, or stall a quiet one */
-    uint64_t due = now_ms + p->coalesce_ms, allowance = (uint64_t)p->burst * p->gap_min_ms;
+    /* the allowance is a fixed amount of charged gaps, not a count of rebuilds: a burst of
+     * cheap rebuilds (a small ring, however crowded the host) runs at the coalescing pace
+     * until the churn stops, and a burst of costly ones spends it in a few */
+    uint64_t due = now_ms + p->coalesce_ms, allowance = (uint64_t)p->burst * p->gap_max_ms;
     if (p->tat_ms > allowance && due < p->tat_ms - allowance) due = p->tat_ms - allowance;
     return due;
 }

@@ -3,11 +3,13 @@
  *
  * A rebuild waits a short coalescing delay after the first change, so that a burst of
  * changes costs one. Under sustained change, rebuilds are rate-limited by theoretical
- * arrival time (a burst of `burst` minimum gaps at the coalescing pace, then one per gap), and the
- * gap follows the cost of the last rebuild: `cost_factor` times its wall time, never below
- * `gap_min_ms` nor above `gap_max_ms`. On a host where many agents crowd each other out a
- * rebuild's wall time stretches far beyond its CPU time, so the agents rebuild less often
- * instead of starving their probes; on a quiet host the gap stays at its minimum.
+ * arrival time: each rebuild is charged a gap, `cost_factor` times its CPU time, never below
+ * `gap_min_ms` nor above `gap_max_ms`; rebuilds keep the coalescing pace while the charges
+ * ahead of now stay within `burst` maximum gaps, and then come one per gap. The factor
+ * bounds the share of its CPU an agent spends rebuilding, so that many agents on one host
+ * cannot starve their probes with rebuilds. A short burst of changes (a hundred agents
+ * joining at once costs each about ten rebuilds of 1-3 ms) fits in the allowance, so
+ * the ring follows the member list within the coalescing delay.
  *
  * Plain arithmetic on times the caller reads, so that it is tested without a loop.
  */
@@ -27,7 +29,7 @@ struct rd_pace rd_pace_init(uint32_t coalesce_ms, uint32_t gap_min_ms, uint32_t 
                             uint32_t burst, uint32_t cost_factor);
 /** A change came at now_ms with no rebuild pending: when the rebuild should run. */
 uint64_t rd_pace_due(const struct rd_pace *p, uint64_t now_ms);
-/** A rebuild started at now_ms and took cost_ns of wall time: the next ones are paced. */
+/** A rebuild started at now_ms and took cost_ns of CPU time: the next ones are paced. */
 void rd_pace_done(struct rd_pace *p, uint64_t now_ms, uint64_t cost_ns);
 
 #endif

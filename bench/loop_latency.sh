@@ -4,7 +4,7 @@
 # points a member, 2.5 million in all at N = 6), join one cluster. Then one agent's weight
 # flips between 100 and 99 once a second for SECONDS (default 30), so the membership keeps
 # changing and every agent rebuilds and diffs its ring as often as its pacer lets it: at
-# this size a rebuild takes hundreds of ms, and the pacer spaces rebuilds by 100 times that,
+# this size a rebuild takes hundreds of ms, and the pacer spaces rebuilds by 2,000 times their CPU time,
 # at most 10 s (README, "How it is built"), so a window of 30 s holds a few. Meanwhile
 # `redis-cli --latency` sends a PING every 10 ms to another agent's query socket; the socket
 # is served by the same loop that answers probes, so a PING's wait is the wait a probe
