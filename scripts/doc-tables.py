@@ -221,7 +221,7 @@ def impl_name(impl):
 
 def gen_cluster():
     header = ["impl", "N", "converged", "join (s)", "join from the first start (s)", "spawn (s)",
-              "RSS / PSS per agent (MB)", "idle CPU per agent", "UDP pkts/agent/s",
+              "rings agree (s)", "RSS / PSS per agent (MB)", "idle CPU per agent", "UDP pkts/agent/s",
               "crash seen by all (s)",
               "leave seen by all (s)", "new agent seen by all (s)", "false deaths"]
     body = []
@@ -229,7 +229,8 @@ def gen_cluster():
         done, reps = r["converged"].split("/")
         body.append([impl_name(r["impl"]), r["n"], bold(r["converged"], done != reps),
                      num(r["join_s"], ".3f"), num(r["join_from_first_start_s"], ".3f"),
-                     num(r["spawn_s"], ".3f"), f"{num(r['rss_mb'], '.2f')} / "
+                     num(r["spawn_s"], ".3f"), num(r["ring_s"], ".3f"),
+                     f"{num(r['rss_mb'], '.2f')} / "
                      f"{num(r['pss_mb'], '.2f')}", num(r["idle_cpu"], ".3f") + "%",
                      num(r["udp_pkts_per_agent_s"], ".1f"), num(r["crash_all_s"], ".2f"),
                      num(r["leave_all_s"], ".2f"), num(r["new_all_s"], ".2f"),
