@@ -57,6 +57,15 @@ bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_con
     return true;
 }
 
+bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n)
+{
+    uint32_t confirmations = sp->naccusers > 0 ? sp->naccusers - 1 : 0;
+    uint64_t deadline = sp->start_ms + rd_suspicion_timeout(cfg, n, confirmations);
+    if (deadline <= sp->deadline_ms) return false;
+    sp->deadline_ms = deadline;
+    return true;
+}
+
 void rd_health_probe_failed(struct rd_health *h, uint32_t nacks_expected, uint32_t nacks,
                             uint32_t ceiling)
 {

@@ -55,6 +55,13 @@ void rd_suspicion_start(struct rd_suspicion *sp, const struct rd_suspicion_confi
  */
 bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n,
                           const char *accuser);
+/**
+ * Reads the timeout again for `n` live members now, when the deadline has come: true if the
+ * deadline moved later. A suspicion started or confirmed while we knew fewer members (a
+ * joiner merging a full table meets its suspects before the rest of it) got the timeout of
+ * a small cluster; it lasts what the cluster we know now gives it. Never earlier.
+ */
+bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n);
 
 /**
  * Lifeguard's local health: 0 is healthy, up to a ceiling the caller passes. Failed probes

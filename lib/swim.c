@@ -13,8 +13,10 @@
  *     list: PING, then after the probe timeout PING_REQ through k others, then at the end
  *     of the period suspicion. Lifeguard's local health stretches both our timeout and our
  *     period when we are the slow one, and suspicion timeouts shrink as independent
- *     accusers confirm (memberlist's formula). The arithmetic of both (timeouts, accusers,
- *     the health score) is suspicion.c's; this file decides when it applies.
+ *     accusers confirm (memberlist's formula) and are read again at expiry for the cluster
+ *     known then (a suspect merged early in a joiner's first sync met a cluster of two).
+ *     The arithmetic of both (timeouts, accusers, the health score) is suspicion.c's; this
+ *     file decides when it applies.
  *   - A refusal (rd_swim_refused: the host of an address we pinged said nothing listens
  *     there) is news the period need not wait for: the PING_REQs leave at once, a relay
  *     answers with a NACK flagged as refused, and a probe that every path reports refused
@@ -1675,6 +1677,11 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
     size_t n = take_due(s, &s->suspicions, now_ms);
     for (size_t k = 0; k < n; k++) {
         uint32_t i = s->due[k];
+        struct rd_suspicion *sp = suspicion_of(s, i);
+        if (rd_suspicion_extend(sp, &s->suspicion_cfg, live_count(s)) && sp->deadline_ms > now_ms) {
+            rd_deadlines_set(&s->suspicions, i, sp->deadline_ms);
+            continue;
+        }
         set_status(s, i, RD_DEAD, now_ms);
         push_event(s, i, RD_SUSPECT, false);
         broadcast(s, i);

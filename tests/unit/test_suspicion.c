@@ -167,6 +167,29 @@ static void test_suspicion_without_accuser(void **state)
     assert_int_equal(sp.deadline_ms, 10119);
 }
 
+/* A suspicion started among 3 known members (2 s), read again once 1,000 are known: it
+ * takes the longer timeout of the larger cluster, counting its confirmations, never a
+ * shorter one. */
+static void test_extend_follows_the_cluster_known_at_expiry(void **state)
+{
+    struct rd_suspicion sp;
+    rd_suspicion_start(&sp, &lan, 3, "a", 1000);
+    assert_int_equal(sp.deadline_ms, 3000);
+    assert_true(rd_suspicion_extend(&sp, &lan, 1000));
+    assert_int_equal(sp.deadline_ms, 1000 + rd_suspicion_timeout(&lan, 1000, 0));
+    assert_int_equal(sp.deadline_ms, 73000);
+    assert_false(rd_suspicion_extend(&sp, &lan, 1000)); /* read again: nothing moves */
+    assert_false(rd_suspicion_extend(&sp, &lan, 3));    /* fewer known: never earlier */
+    assert_int_equal(sp.deadline_ms, 73000);
+    /* two confirmations: the minimum of the larger cluster, still later than 3000 */
+    rd_suspicion_start(&sp, &lan, 3, "a", 1000);
+    assert_true(rd_suspicion_confirm(&sp, &lan, 3, "b"));
+    assert_true(rd_suspicion_confirm(&sp, &lan, 3, "c"));
+    assert_int_equal(sp.deadline_ms, 3000);
+    assert_true(rd_suspicion_extend(&sp, &lan, 1000));
+    assert_int_equal(sp.deadline_ms, 1000 + 6000);
+}
+
 /* Only RD_SUSPICION_ACCUSERS_MAX accusers are remembered; later ones confirm nothing. */
 static void test_accuser_capacity(void **state)
 {
@@ -279,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_duplicate_and_empty_accusers_do_not_confirm),
         cmocka_unit_test(test_restart_forgets_accusers),
         cmocka_unit_test(test_suspicion_without_accuser),
+        cmocka_unit_test(test_extend_follows_the_cluster_known_at_expiry),
         cmocka_unit_test(test_accuser_capacity),
         cmocka_unit_test(test_health_table),
         cmocka_unit_test(test_health_scaling_and_zero_ceiling),

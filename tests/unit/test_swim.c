@@ -16,6 +16,7 @@
 
 #include "rd_err.h"
 #include "sim.h"
+#include "suspicion.h"
 #include "wire.h"
 
 static uint64_t test_seed(uint64_t fixed)
@@ -546,6 +547,48 @@ static uint32_t run_alone(struct rd_swim *s, uint64_t *now, uint64_t until_ms, c
         if (seq) return seq;
     }
     return 0;
+}
+
+/*
+ * A joiner's first sync names a suspect before the rest of the cluster. The suspicion is
+ * merged while the core knows two members, whose timeout is 2 s; it must last what the
+ * 101 members known a moment later give it (at least 2 x log10(101) s), or every joiner
+ * of a busy cluster would declare the suspects of its first sync dead after 2 s.
+ */
+static void
+test_a_suspect_merged_before_the_rest_of_a_sync_gets_the_whole_clusters_timeout(void **state)
+{
+    enum { N = 100 };
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    struct rd_swim *s = lone_core(&cfg, 1, 5);
+    static struct rd_member batch[N];
+    for (unsigned k = 0; k < N; k++)
+        batch[k] = fake_member(k + 1, 1, RD_ALIVE);
+    batch[0].status = RD_SUSPECT;
+    snprintf(batch[0].accuser, sizeof batch[0].accuser, "n2");
+    struct rd_packet pkt = {.nmsgs = 1, .nmembers = N, .members = batch};
+    snprintf(pkt.from, sizeof pkt.from, "n2");
+    pkt.msgs[0] = (struct rd_msg){.type = RD_MSG_SYNC};
+    rd_swim_sync_recv(s, 0, &pkt);
+    struct rd_suspicion_config scfg = {.probe_interval_ms = cfg.probe_interval_ms,
+                                       .suspicion_mult = cfg.suspicion_mult,
+                                       .suspicion_max_mult = cfg.suspicion_max_mult,
+                                       .suspicion_confirmations = cfg.suspicion_confirmations};
+    uint64_t small = rd_suspicion_timeout(&scfg, 2, 0),
+             whole_min = rd_suspicion_timeout(&scfg, N + 1, 2);
+    assert_int_equal(small, 2000);
+    assert_true(whole_min > small + 1000);
+    struct rd_member m;
+    uint64_t now = 0;
+    run_alone(s, &now, whole_min - 1, NULL);
+    assert_true(rd_swim_find(s, "n1", &m));
+    assert_int_equal(m.status, RD_SUSPECT);
+    /* and it does end: by the longest timeout of the whole cluster at the latest */
+    run_alone(s, &now, rd_suspicion_timeout(&scfg, N + 1, 0) + 1, NULL);
+    assert_true(rd_swim_find(s, "n1", &m));
+    assert_int_equal(m.status, RD_DEAD);
+    rd_swim_delete(s);
 }
 
 /* A probe of n1 answered by `from_name` at `from`: does n1 stay alive? */
@@ -1207,6 +1250,8 @@ int main(void)
         cmocka_unit_test(test_leave_is_seen_as_left_not_dead),
         cmocka_unit_test(test_dissemination_takes_logarithmic_rounds),
         cmocka_unit_test(test_fresh_news_overtakes_a_backlog_and_each_record_goes_out_its_quota),
+        cmocka_unit_test(
+            test_a_suspect_merged_before_the_rest_of_a_sync_gets_the_whole_clusters_timeout),
         cmocka_unit_test(test_name_conflict_stops_the_newcomer_and_keeps_the_original),
         cmocka_unit_test(test_forged_eviction_cannot_stop_a_member_from_refuting),
         cmocka_unit_test(test_incarnations_saturate_at_the_end_of_the_range),
