@@ -13,7 +13,7 @@
  * members that decide placement did not change (a suspect stays in the ring). While the
  * membership keeps changing, each rebuild is charged RD_REBUILD_COST_FACTOR times the CPU
  * time it took (at least RD_REBUILD_GAP_MS, at most RD_REBUILD_GAP_MAX_MS), and rebuilds
- * keep the coalescing pace only while the charges stay within RD_REBUILD_BURST maximum gaps
+ * keep the coalescing pace only while the charges stay within RD_REBUILD_ALLOWANCE_MS
  * ahead of the clock (a rate limit by theoretical arrival time, pace.h): a rebuild costs
  * O(points), and in a join storm on a shared host it was most of every agent's CPU. CPU
  * time, not wall time: wall time also counts the other processes crowding the host, and
@@ -68,12 +68,14 @@
 /** ... and under sustained change, rebuilds average one per this long at least, */
 #define RD_REBUILD_GAP_MS 1000
 /** ... or per this many times the CPU time the last one took, up to the cap (pace.h): each
- * agent spends at most 1/2000 of its time on rebuilds, so 1,000 agents sharing 2 cores
- * spend at most a quarter of the host on them. */
+ * agent spends at most 1/2000 of its time on rebuilds while a rebuild costs under 5 ms, so
+ * 1,000 agents sharing 2 cores spend at most a quarter of the host on them. Above that the
+ * cap wins, which keeps a changing ring at most 10 s stale; a longer cap was tried in
+ * 1,000-agent storms, and rarer, larger rebuilds left each agent deaf for longer. */
 #define RD_REBUILD_COST_FACTOR 2000
 #define RD_REBUILD_GAP_MAX_MS  10000
-/** ... once this many maximum gaps have been charged ahead of the clock. */
-#define RD_REBUILD_BURST 6
+/** ... once this much has been charged ahead of the clock. */
+#define RD_REBUILD_ALLOWANCE_MS 60000
 /** A ring event names the largest this many (from, to) moves of key space. */
 #define RD_RING_EVENT_MOVES 16
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
@@ -342,6 +344,8 @@ static void log_table_full(struct rd_agent *a)
  * the next change, which then costs no page faults (heap.h): in a join storm of 1000 agents
  * on 2 cores, faulting in fresh memory for every rebuild and sync was a third of all CPU.
  * Once the membership is quiet, that memory goes back: an idle agent holds one ring, not two.
+ * Quiet means no rebuild for RD_TRIM_QUIET_MS and none waiting: a rebuild the pacer holds
+ * back stops the timer, or every paced rebuild would fault its ring in afresh.
  */
 static void on_trim_timer(uv_timer_t *t)
 {
@@ -362,6 +366,7 @@ static void schedule_rebuild(struct rd_agent *a)
 {
     if (a->rebuild_pending) return;
     a->rebuild_pending = true;
+    uv_timer_stop(&a->trim_timer);
     uint64_t now = now_ms(), due = rd_pace_due(&a->rebuild_pace, now);
     uv_timer_start(&a->rebuild_timer, on_rebuild_timer, due - now, 0);
 }
@@ -1652,7 +1657,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,
-                                   RD_REBUILD_BURST, RD_REBUILD_COST_FACTOR);
+                                   RD_REBUILD_ALLOWANCE_MS, RD_REBUILD_COST_FACTOR);
     a->cfg = *config;
     a->loaded = *config;
     sodium_memzero(&a->loaded.keyring, sizeof a->loaded.keyring); /* reload_keyring's part */

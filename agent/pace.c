@@ -4,22 +4,22 @@
 #include "pace.h"
 
 struct rd_pace rd_pace_init(uint32_t coalesce_ms, uint32_t gap_min_ms, uint32_t gap_max_ms,
-                            uint32_t burst, uint32_t cost_factor)
+                            uint32_t allowance_ms, uint32_t cost_factor)
 {
     return (struct rd_pace){.coalesce_ms = coalesce_ms,
                             .gap_min_ms = gap_min_ms,
                             .gap_max_ms = gap_max_ms,
-                            .burst = burst,
+                            .allowance_ms = allowance_ms,
                             .cost_factor = cost_factor,
                             .gap_ms = gap_min_ms};
 }
 
 uint64_t rd_pace_due(const struct rd_pace *p, uint64_t now_ms)
 {
-    /* the allowance is a fixed amount of charged gaps, not a count of rebuilds: a burst of
-     * cheap rebuilds (a small ring, however crowded the host) runs at the coalescing pace
-     * until the churn stops, and a burst of costly ones spends it in a few */
-    uint64_t due = now_ms + p->coalesce_ms, allowance = (uint64_t)p->burst * p->gap_max_ms;
+    /* the allowance is an amount of charges, not a count of rebuilds: a burst of cheap
+     * rebuilds (a small ring, however crowded the host) keeps the coalescing pace until the
+     * churn stops, and a costly one spends it at once */
+    uint64_t due = now_ms + p->coalesce_ms, allowance = p->allowance_ms;
     if (p->tat_ms > allowance && due < p->tat_ms - allowance) due = p->tat_ms - allowance;
     return due;
 }
