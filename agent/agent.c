@@ -70,8 +70,7 @@
 /** ... or per this many times the CPU time the last one took, up to the cap (pace.h): each
  * agent spends at most 1/2000 of its time on rebuilds while a rebuild costs under 5 ms, so
  * 1,000 agents sharing 2 cores spend at most a quarter of the host on them. Above that the
- * cap wins, which keeps a changing ring at most 10 s stale; a longer cap was tried in
- * 1,000-agent storms, and rarer, larger rebuilds left each agent deaf for longer. */
+ * cap wins, which keeps a changing ring at most 10 s stale. */
 #define RD_REBUILD_COST_FACTOR 2000
 #define RD_REBUILD_GAP_MAX_MS  10000
 /** ... once this much has been charged ahead of the clock. */
