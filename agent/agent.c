@@ -355,9 +355,9 @@ static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    uint64_t now = now_ms(), started_ns = thread_cpu_ns();
+    uint64_t now = now_ms(), started_cpu_ns = thread_cpu_ns();
     rebuild_ring(a);
-    rd_pace_done(&a->rebuild_pace, now, thread_cpu_ns() - started_ns);
+    rd_pace_done(&a->rebuild_pace, now, thread_cpu_ns() - started_cpu_ns);
     uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
 }
 

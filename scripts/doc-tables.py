@@ -221,8 +221,8 @@ def impl_name(impl):
 
 def gen_cluster():
     header = ["impl", "N", "converged", "join (s)", "join from the first start (s)", "spawn (s)",
-              "rings agree (s)", "RSS / PSS per agent (MB)", "idle CPU per agent", "UDP pkts/agent/s",
-              "crash seen by all (s)",
+              "rings agree (s)", "RSS / PSS per agent (MB)", "idle CPU per agent",
+              "UDP pkts/agent/s", "crash seen by all (s)",
               "leave seen by all (s)", "new agent seen by all (s)", "false deaths"]
     body = []
     for r in cluster_rows():

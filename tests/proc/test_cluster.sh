@@ -96,4 +96,5 @@ check "log says 'member left' for n7, not dead" \
   sh -c "grep -q 'msg=\"member left\" member=n7' '$DIR/n0.log' && ! grep -q 'msg=\"member dead\" member=n7' '$DIR/n0.log'"
 check "log says 'member dead' for n5" grep -q 'msg="member dead" member=n5' "$DIR/n0.log"
 check "log has ring rebuilds with moved fraction" grep -q 'msg="ring rebuilt".*moved=' "$DIR/n0.log"
+check "ring rebuilds say their CPU time" grep -Eq 'msg="ring rebuilt".* cpu_ms=[0-9]' "$DIR/n0.log"
 finish
