@@ -82,6 +82,13 @@
 #define OUT_QUEUE_MAX 256
 /** Indirect probes we relay for others at once. */
 #define RELAYS_MAX 64
+/**
+ * A relay NACKs after this percentage of its probe timeout. The requester sent its
+ * PING_REQ one probe timeout into its probe and waits for answers as long again; a NACK
+ * sent after a whole timeout would reach it after its probe ended, every time, and count
+ * as missing, raising its local health for each crash it probes.
+ */
+#define RELAY_NACK_PCT 80
 /** Most helpers asked to probe one target indirectly (cfg.indirect_checks is clamped). */
 #define HELPERS_MAX 16
 /** Full-state exchanges queued at once. */
@@ -1551,7 +1558,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
         *r = (struct relay){.our_seq = next_seq(s),
                             .their_seq = m->seq,
                             .requester = *from,
-                            .deadline_ms = now_ms + s->cfg.probe_timeout_ms};
+                            .deadline_ms = now_ms + s->cfg.probe_timeout_ms * RELAY_NACK_PCT / 100};
         snprintf(r->target, sizeof r->target, "%s", m->target);
         r->target_addr = m->target_addr;
         struct rd_msg ping = make_msg(s, RD_MSG_PING, r->our_seq);

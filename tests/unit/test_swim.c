@@ -147,7 +147,14 @@ static void test_crashed_member_is_declared_dead_by_all(void **state)
     struct seen s = {5, RD_DEAD};
     uint64_t t = sim_run_until_pred(sim, all_see, &s, 100, 60000);
     printf("# crash seen dead by all after %llu ms\n", (unsigned long long)t);
+    uint32_t health = 0;
+    for (int i = 0; i < 10; i++)
+        if (i != 5) health += rd_swim_health(sim_swim(sim, i));
+    printf("# their local health then, summed: %u\n", health);
     assert_true(t <= 15000);
+    /* the helpers' NACKs came within the probes of the crashed member: no survivor took
+     * the crash for its own slowness (8 when a relay waited a whole probe timeout) */
+    assert_int_equal(health, 0);
     assert_int_equal(sim_false_deaths(sim), 0);
     assert_true(sim_converged(sim, 9));
     /* every probe sent ends once, acked or failed, so both counts only grow; the crashed
