@@ -13,13 +13,21 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-uint64_t rd_suspicion_timeout(const struct rd_suspicion_config *cfg, size_t n_live,
-                              uint32_t confirmations)
+/* min and max for `n_live` members: memberlist's expressions, in their order */
+static void suspicion_bounds(const struct rd_suspicion_config *cfg, size_t n_live, double *min,
+                             double *max)
 {
     double n = (double)n_live;
     double scale = n > 10.0 ? log10(n) : 1.0;
-    double min = cfg->suspicion_mult * scale * cfg->probe_interval_ms;
-    double max = cfg->suspicion_max_mult * min;
+    *min = cfg->suspicion_mult * scale * cfg->probe_interval_ms;
+    *max = cfg->suspicion_max_mult * *min;
+}
+
+uint64_t rd_suspicion_timeout(const struct rd_suspicion_config *cfg, size_t n_live,
+                              uint32_t confirmations)
+{
+    double n = (double)n_live, min, max;
+    suspicion_bounds(cfg, n_live, &min, &max);
     /* Lifeguard: expect k independent confirmations, if enough members can give them */
     double k = (double)cfg->suspicion_confirmations;
     if (n - 2.0 < k) k = 0.0;
@@ -57,10 +65,19 @@ bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_con
     return true;
 }
 
-bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n)
+bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n,
+                         uint32_t health)
 {
     uint32_t confirmations = sp->naccusers > 0 ? sp->naccusers - 1 : 0;
-    uint64_t deadline = sp->start_ms + rd_suspicion_timeout(cfg, n, confirmations);
+    uint64_t timeout = rd_suspicion_timeout(cfg, n, confirmations);
+    if (health > 0) {
+        double min, max;
+        suspicion_bounds(cfg, n, &min, &max);
+        uint64_t stretched = timeout * (health + 1ull), cap = (uint64_t)max;
+        if (stretched > cap) stretched = cap > timeout ? cap : timeout;
+        timeout = stretched;
+    }
+    uint64_t deadline = sp->start_ms + timeout;
     if (deadline <= sp->deadline_ms) return false;
     sp->deadline_ms = deadline;
     return true;

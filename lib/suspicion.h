@@ -59,9 +59,13 @@ bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_con
  * Reads the timeout again for `n` live members now, when the deadline has come: true if the
  * deadline moved later. A suspicion started or confirmed while we knew fewer members (a
  * joiner merging a full table meets its suspects before the rest of it) got the timeout of
- * a small cluster; it lasts what the cluster we know now gives it. Never earlier.
+ * a small cluster; it lasts what the cluster we know now gives it. And while our own local
+ * `health` score is above 0, the timeout is stretched by (health + 1), up to the maximum for
+ * `n`: a member that is late itself has likely not yet read the refutation that is on its
+ * way (in a host starved of CPU, every member is late at once). Never earlier.
  */
-bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n);
+bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n,
+                         uint32_t health);
 
 /**
  * Lifeguard's local health: 0 is healthy, up to a ceiling the caller passes. Failed probes

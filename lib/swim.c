@@ -1685,7 +1685,8 @@ static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
     for (size_t k = 0; k < n; k++) {
         uint32_t i = s->due[k];
         struct rd_suspicion *sp = suspicion_of(s, i);
-        if (rd_suspicion_extend(sp, &s->suspicion_cfg, live_count(s)) && sp->deadline_ms > now_ms) {
+        if (rd_suspicion_extend(sp, &s->suspicion_cfg, live_count(s), s->health.score) &&
+            sp->deadline_ms > now_ms) {
             rd_deadlines_set(&s->suspicions, i, sp->deadline_ms);
             continue;
         }

@@ -175,19 +175,51 @@ static void test_extend_follows_the_cluster_known_at_expiry(void **state)
     struct rd_suspicion sp;
     rd_suspicion_start(&sp, &lan, 3, "a", 1000);
     assert_int_equal(sp.deadline_ms, 3000);
-    assert_true(rd_suspicion_extend(&sp, &lan, 1000));
+    assert_true(rd_suspicion_extend(&sp, &lan, 1000, 0));
     assert_int_equal(sp.deadline_ms, 1000 + rd_suspicion_timeout(&lan, 1000, 0));
     assert_int_equal(sp.deadline_ms, 73000);
-    assert_false(rd_suspicion_extend(&sp, &lan, 1000)); /* read again: nothing moves */
-    assert_false(rd_suspicion_extend(&sp, &lan, 3));    /* fewer known: never earlier */
+    assert_false(rd_suspicion_extend(&sp, &lan, 1000, 0)); /* read again: nothing moves */
+    assert_false(rd_suspicion_extend(&sp, &lan, 3, 0));    /* fewer known: never earlier */
     assert_int_equal(sp.deadline_ms, 73000);
     /* two confirmations: the minimum of the larger cluster, still later than 3000 */
     rd_suspicion_start(&sp, &lan, 3, "a", 1000);
     assert_true(rd_suspicion_confirm(&sp, &lan, 3, "b"));
     assert_true(rd_suspicion_confirm(&sp, &lan, 3, "c"));
     assert_int_equal(sp.deadline_ms, 3000);
-    assert_true(rd_suspicion_extend(&sp, &lan, 1000));
+    assert_true(rd_suspicion_extend(&sp, &lan, 1000, 0));
     assert_int_equal(sp.deadline_ms, 1000 + 6000);
+}
+
+/* At expiry, our own local health stretches the timeout by (health + 1), up to the maximum
+ * for the cluster; health 0 changes nothing, and the stretch never shortens a deadline. */
+static void test_extend_stretched_by_local_health(void **state)
+{
+    (void)state;
+    struct rd_suspicion sp;
+    /* N = 1000: min 6 s, max 72 s; two confirmations bring it to min */
+    rd_suspicion_start(&sp, &lan, 1000, "a", 0);
+    assert_true(rd_suspicion_confirm(&sp, &lan, 1000, "b"));
+    assert_true(rd_suspicion_confirm(&sp, &lan, 1000, "c"));
+    assert_int_equal(sp.deadline_ms, 6000);
+    assert_false(rd_suspicion_extend(&sp, &lan, 1000, 0));
+    assert_true(rd_suspicion_extend(&sp, &lan, 1000, 2));
+    assert_int_equal(sp.deadline_ms, 18000);
+    assert_false(rd_suspicion_extend(&sp, &lan, 1000, 1)); /* healthier later: not earlier */
+    assert_int_equal(sp.deadline_ms, 18000);
+    assert_true(rd_suspicion_extend(&sp, &lan, 1000, 8));
+    assert_int_equal(sp.deadline_ms, 54000);
+    /* unconfirmed: 72 s already, the maximum; health cannot go past it */
+    rd_suspicion_start(&sp, &lan, 1000, "a", 0);
+    assert_int_equal(sp.deadline_ms, 72000);
+    assert_false(rd_suspicion_extend(&sp, &lan, 1000, 8));
+    assert_int_equal(sp.deadline_ms, 72000);
+    /* one confirmation (between min and max): stretched, then capped at max */
+    rd_suspicion_start(&sp, &lan, 1000, "a", 0);
+    assert_true(rd_suspicion_confirm(&sp, &lan, 1000, "b"));
+    uint64_t one = sp.deadline_ms;
+    assert_true(one > 6000 && one < 72000);
+    assert_true(rd_suspicion_extend(&sp, &lan, 1000, 8));
+    assert_int_equal(sp.deadline_ms, 72000);
 }
 
 /* Only RD_SUSPICION_ACCUSERS_MAX accusers are remembered; later ones confirm nothing. */
@@ -303,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_restart_forgets_accusers),
         cmocka_unit_test(test_suspicion_without_accuser),
         cmocka_unit_test(test_extend_follows_the_cluster_known_at_expiry),
+        cmocka_unit_test(test_extend_stretched_by_local_health),
         cmocka_unit_test(test_accuser_capacity),
         cmocka_unit_test(test_health_table),
         cmocka_unit_test(test_health_scaling_and_zero_ceiling),
