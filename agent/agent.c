@@ -1,13 +1,18 @@
 /*
  * agent.c — the daemon's loop (see agent.h).
  *
- * Everything happens on one libuv loop, in one thread:
+ * Everything happens on one libuv loop, in one thread, but ring builds:
  *   UDP datagram ─ decode ─► rd_swim_recv ─┐
  *   tick timer ──────────► rd_swim_tick ───┼─► flush(): send packets, open syncs,
  *   TCP sync frame (sync.c) ─► sync_recv ──┘   log events, schedule ring rebuild, re-arm tick
- * The tick tells the core how late it runs against the time the core asked for
- * (rd_swim_tick_lagged): on a starved host the loop runs its overdue timer before it reads
- * the datagrams that waited, and the core then puts its verdicts off until they are read.
+ * The tick tells the core how late it runs (rd_swim_tick_lagged): on a starved host the
+ * loop runs its overdue timer before it reads the datagrams that waited, and the core then
+ * puts its verdicts off until they are read. Late is the later of two measures: the tick's
+ * own lateness against the time the core asked for, and the longest stretch since the last
+ * tick that the loop spent busy, not waiting for input (a check handle reads libuv's idle
+ * time after each poll). The second catches a tick that came on time after a long callback
+ * (a large sync merged on a crowded host) ended just past it: the loop was as deaf as if
+ * late.
  * A rebuild waits RD_REBUILD_COALESCE_MS after the first change so a burst of changes
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
@@ -19,6 +24,11 @@
  * time, not wall time: wall time also counts the other processes crowding the host, and
  * would hold back the ring of a hundred agents started together for rebuilds of a
  * millisecond or two; an allowance of charges, not of rebuilds, so that such a burst fits.
+ * The build and its diff run on libuv's thread pool, one at a time (ringjob.c), and the
+ * loop adopts the ring when the job is done: on a host crowded with agents a build of
+ * 40 ms of CPU took 5 s of wall time, and an agent that built on its loop (a joiner's first
+ * ring above all) answered no probe for those seconds and was declared dead. A thread that
+ * waits in the poll is woken soon when a datagram comes; one that computes waits its turn.
  * Full-state syncs use TCP on the same port as UDP; sync.c owns those connections and
  * calls back here after it changed the core, so the agent flushes.
  * Readiness: an agent told to join (needs_join) answers no placement until the core says
@@ -54,6 +64,7 @@
 #include "notify.h"
 #include "pace.h"
 #include "query.h"
+#include "ringjob.h"
 #include "rand.h"
 #include "rd_err.h"
 #include "refusals.h"
@@ -101,8 +112,11 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
-    uint64_t tick_due_ms;      /* when tick_timer is due: rd_swim_next_tick(), or now if past */
-    uv_timer_t snapshot_timer; /* armed by a membership change, with --state-dir */
+    uint64_t tick_due_ms;  /* when tick_timer is due: rd_swim_next_tick(), or now if past */
+    uv_check_t deaf_check; /* after each poll: how long the loop was busy since the last */
+    uint64_t deaf_last_ns, deaf_idle_ns; /* when it last ran, and libuv's idle time then */
+    uint64_t deaf_max_ms;                /* the longest busy stretch since the last tick */
+    uv_timer_t snapshot_timer;           /* armed by a membership change, with --state-dir */
     uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
     struct rd_hooks *hooks; /* --on-event handlers; NULL when none */
@@ -112,7 +126,11 @@ struct rd_agent {
     size_t weight_unwhole;             /* members left out for a fractional weight (ketama) */
     const char *ring_params_source;    /* "set", "default" or "adopted" (INFO) */
     struct rd_pace rebuild_pace;       /* when the next rebuild may run (pace.h) */
-    bool rebuild_pending;
+    bool rebuild_pending;              /* rebuild_timer is armed */
+    struct rd_ring_job *ring_job;      /* the build running off the loop (ringjob.h), or NULL */
+    uint64_t ring_job_started_ms;
+    bool rebuild_again; /* a change came while a job ran: another rebuild once it is done */
+    bool closing;       /* the loop is shutting down: a job that ends now is dropped */
     bool leaving, left, was_joined;
     /* Not ready (OWNER and friends get -NOTREADY, INFO ready:0) until was_joined: set when
      * the agent was told to join (--join), and by whatever else makes a lone agent's view
@@ -212,27 +230,21 @@ static bool in_ring(uint8_t status)
     return status == RD_ALIVE || status == RD_SUSPECT;
 }
 
-/* A ring of the agreed mode: ringd's with the agreed vnodes, built from the current ring
- * where it can be (rd_ring_rebuild: the same snapshot as a full build, cheaper for a change
- * of a few members), or libmemcached's ketama. */
-static int build_ring(const struct rd_agent *a, const struct rd_ring_member *rm, size_t n,
-                      struct rd_ring **out)
+/* The empty ring of the agreed mode, which the first build replaces. */
+static int empty_ring(const struct rd_agent *a, struct rd_ring **out)
 {
-    if (a->ring_params.mode == RD_RING_MODE_KETAMA) return rd_ring_new_ketama(rm, n, out);
-    return rd_ring_rebuild(a->ring, rm, n, a->ring_params.vnodes, out);
+    if (a->ring_params.mode == RD_RING_MODE_KETAMA) return rd_ring_new_ketama(NULL, 0, out);
+    return rd_ring_new(NULL, 0, a->ring_params.vnodes, out);
 }
 
-/* CPU time of this thread (the loop's), in ns. */
-static uint64_t thread_cpu_ns(void)
+/*
+ * The ring's members as the table has them now: alive and suspect members of weight > 0,
+ * weights capped at --max-weight, and in ketama mode whole weights only, each member's
+ * identity its `ketama` tag. Says what it capped or left out when that grew. The strings
+ * are the table's: a job copies them (ringjob.h). NULL when out of memory.
+ */
+static struct rd_ring_job *ring_job_of_members(struct rd_agent *a)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void rebuild_ring(struct rd_agent *a)
-{
-    uint64_t started_ns = uv_hrtime(), started_cpu_ns = thread_cpu_ns();
     size_t count = rd_swim_member_count(a->swim), n = 0;
     bool ketama = a->ring_params.mode == RD_RING_MODE_KETAMA;
     struct rd_ring_member *rm = malloc((count ? count : 1) * sizeof *rm);
@@ -241,8 +253,7 @@ static void rebuild_ring(struct rd_agent *a)
     if (!rm || (ketama && !ids)) {
         free(rm);
         free(ids);
-        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
-        return;
+        return NULL;
     }
     size_t capped = 0, fractional = 0;
     const char *heaviest = NULL, *unwhole = NULL;
@@ -283,45 +294,65 @@ static void rebuild_ring(struct rd_agent *a)
                 RD_FDBL("heaviest_weight", (double)heaviest_weight / RD_WEIGHT_ONE),
                 RD_FDBL("max_weight", (double)a->cfg.max_weight / RD_WEIGHT_ONE));
     a->weight_capped = capped;
-    struct rd_ring *ring;
-    int rc = build_ring(a, rm, n, &ring);
+    struct rd_ring_job *job = rd_ring_job_new(rm, n, a->ring_params.mode, a->ring_params.vnodes,
+                                              a->ring, RD_RING_EVENT_MOVES);
     free(rm);
     free(ids);
-    if (rc < 0) {
-        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(rc)));
+    return job;
+}
+
+/* A job's ring replaces the agent's, unless it places keys the same way; logged and
+ * published with what moved. Frees the job. */
+static void adopt_ring(struct rd_agent *a, struct rd_ring_job *job)
+{
+    if (job->rc < 0) {
+        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(job->rc)));
+        rd_ring_job_free(job);
         return;
     }
     a->rebuilds++;
-    rd_metrics_observe(&a->rebuild_seconds, (double)(uv_hrtime() - started_ns) / 1e9);
-    if (a->ring && rd_ring_checksum(ring) == rd_ring_checksum(a->ring) &&
-        rd_ring_member_count(ring) == rd_ring_member_count(a->ring)) {
-        rd_ring_delete(ring); /* same placement: nothing moved, keep the old snapshot */
+    rd_metrics_observe(&a->rebuild_seconds, (double)job->run_ns / 1e9);
+    if (job->same) { /* same placement: nothing moved, keep the old snapshot */
+        rd_ring_job_free(job);
         return;
     }
-    struct rd_ring_diff d;
-    if (rd_ring_diff_top(a->ring, ring, RD_RING_EVENT_MOVES, &d) < 0)
-        d = (struct rd_ring_diff){.moved = -1};
-    if (d.moved >= 0) a->last_moved = d.moved;
+    struct rd_ring_diff *d = &job->diff;
+    if (job->diff_rc < 0) *d = (struct rd_ring_diff){.moved = -1};
+    if (d->moved >= 0) a->last_moved = d->moved;
+    struct rd_ring *ring = job->ring;
+    job->ring = NULL;
     rd_ring_delete(a->ring);
     a->ring = ring;
     a->ring_version++;
     char top[2 * RD_NAME_MAX + 48] = "";
-    if (d.nmoves > 0)
-        snprintf(top, sizeof top, "%s->%s:%.4f", d.moves[0].from[0] ? d.moves[0].from : "none",
-                 d.moves[0].to[0] ? d.moves[0].to : "none", d.moves[0].fraction);
+    if (d->nmoves > 0)
+        snprintf(top, sizeof top, "%s->%s:%.4f", d->moves[0].from[0] ? d->moves[0].from : "none",
+                 d->moves[0].to[0] ? d->moves[0].to : "none", d->moves[0].fraction);
     rd_logf(RD_LOG_INFO, "ring rebuilt", RD_FUINT("ring_version", a->ring_version),
             RD_FHEX("ring_checksum", rd_ring_checksum(ring)),
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
-            RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d.moved),
-            RD_FUINT("moves", d.npairs), RD_FSTR("largest_move", top),
-            RD_FDBL("cpu_ms", (double)(thread_cpu_ns() - started_cpu_ns) / 1e6));
+            RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d->moved),
+            RD_FUINT("moves", d->npairs), RD_FSTR("largest_move", top),
+            RD_FDBL("cpu_ms", (double)job->cpu_ns / 1e6));
     uint64_t budget, raw;
     if (rd_ring_scaled(ring, &budget, &raw))
         rd_logf(RD_LOG_WARN, "ring scaled to the point limit", RD_FUINT("raw_points", raw),
                 RD_FUINT("budget", budget), RD_FDBL("factor", (double)budget / (double)raw),
                 RD_FUINT("ring_points", rd_ring_point_count(ring)));
-    publish_ring(a, &d);
-    rd_ring_diff_destroy(&d);
+    publish_ring(a, d);
+    rd_ring_job_free(job);
+}
+
+/* The ring of the table as it is, built on the loop: at start, before anything else runs. */
+static void rebuild_ring_now(struct rd_agent *a)
+{
+    struct rd_ring_job *job = ring_job_of_members(a);
+    if (!job) {
+        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
+        return;
+    }
+    rd_ring_job_run(job);
+    adopt_ring(a, job);
 }
 
 /* A full member table refuses newcomers: say so, at most once a minute. */
@@ -351,14 +382,51 @@ static void on_trim_timer(uv_timer_t *t)
     rd_heap_release();
 }
 
+static void schedule_rebuild(struct rd_agent *a);
+
+/* A job is done (on the loop): its ring is adopted, the next rebuild paced by the job's
+ * CPU time from the start of this one, and one that was asked for meanwhile scheduled. */
+static void on_ring_job_done(struct rd_ring_job *job)
+{
+    struct rd_agent *a = job->ctx;
+    a->ring_job = NULL;
+    if (a->closing) {
+        rd_ring_job_free(job);
+        return;
+    }
+    uint64_t cpu_ns = job->cpu_ns;
+    adopt_ring(a, job);
+    rd_pace_done(&a->rebuild_pace, a->ring_job_started_ms, cpu_ns);
+    uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
+    if (a->rebuild_again) {
+        a->rebuild_again = false;
+        schedule_rebuild(a);
+    }
+}
+
 static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    uint64_t now = now_ms(), started_cpu_ns = thread_cpu_ns();
-    rebuild_ring(a);
-    rd_pace_done(&a->rebuild_pace, now, thread_cpu_ns() - started_cpu_ns);
-    uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
+    if (a->ring_job) { /* one job at a time: it reads the ring that the next one replaces */
+        a->rebuild_again = true;
+        return;
+    }
+    struct rd_ring_job *job = ring_job_of_members(a);
+    if (!job) {
+        rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
+        return;
+    }
+    job->done = on_ring_job_done;
+    job->ctx = a;
+    a->ring_job_started_ms = now_ms();
+    int rc = rd_ring_job_queue(a->loop, job);
+    if (rc < 0) { /* no pool: build here */
+        rd_ring_job_run(job);
+        on_ring_job_done(job);
+        return;
+    }
+    a->ring_job = job;
 }
 
 static void schedule_rebuild(struct rd_agent *a)
@@ -426,12 +494,28 @@ static void publish_member(struct rd_agent *a, const struct rd_member *m, bool i
 
 /* ---------------------------------------------------------------- UDP and timers */
 
+/* Runs once per loop iteration, after the poll: the wall time since the previous run, less
+ * the time libuv spent waiting in the poll, is how long the loop read no input. */
+static void on_deaf_check(uv_check_t *c)
+{
+    struct rd_agent *a = c->data;
+    uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(a->loop);
+    uint64_t wall = now - a->deaf_last_ns, waited = idle - a->deaf_idle_ns;
+    uint64_t busy_ms = (wall > waited ? wall - waited : 0) / 1000000u;
+    if (busy_ms > a->deaf_max_ms) a->deaf_max_ms = busy_ms;
+    a->deaf_last_ns = now;
+    a->deaf_idle_ns = idle;
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     /* how late the loop runs us (blocked, or starved of CPU): the core judges after input */
     uint64_t now = now_ms();
-    rd_swim_tick_lagged(a->swim, now, now > a->tick_due_ms ? now - a->tick_due_ms : 0);
+    uint64_t lag = now > a->tick_due_ms ? now - a->tick_due_ms : 0;
+    if (a->deaf_max_ms > lag) lag = a->deaf_max_ms;
+    a->deaf_max_ms = 0;
+    rd_swim_tick_lagged(a->swim, now, lag);
     flush(a);
 }
 
@@ -1653,6 +1737,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     signal(SIGHUP, SIG_IGN);
     ignore_operator_signals();
     rd_heap_keep_freed();
+    rd_ring_job_pool_setup();
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,
@@ -1667,6 +1752,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     raise_fd_limit();
     a->loop = uv_default_loop();
     a->start_ms = now_ms();
+    uv_loop_configure(a->loop, UV_METRICS_IDLE_TIME); /* for on_deaf_check */
     char err[512];
     int rc = RD_ENOMEM;
     a->rx_members = malloc(RD_PACKET_MAX_MEMBERS * sizeof *a->rx_members);
@@ -1699,7 +1785,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->ring_params =
         (struct rd_ring_params){RD_RING_SPEC, (uint8_t)a->cfg.ring_mode, (uint16_t)a->cfg.vnodes};
     a->ring_params_source = a->cfg.vnodes_set || a->cfg.ring_mode_set ? "set" : "default";
-    if (!a->swim || build_ring(a, NULL, 0, &a->ring) < 0) {
+    if (!a->swim || empty_ring(a, &a->ring) < 0) {
         rc = RD_ENOMEM;
         rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", "out of memory"));
         goto out;
@@ -1758,6 +1844,12 @@ int rd_agent_run(const struct rd_agent_config *config)
     uv_timer_init(a->loop, &a->join_timer);
     a->tick_timer.data = a->rebuild_timer.data = a->trim_timer.data = a->leave_timer.data = a;
     a->join_timer.data = a;
+    uv_check_init(a->loop, &a->deaf_check);
+    a->deaf_check.data = a;
+    a->deaf_last_ns = uv_hrtime();
+    a->deaf_idle_ns = uv_metrics_idle_time(a->loop);
+    uv_check_start(&a->deaf_check, on_deaf_check);
+    uv_unref((uv_handle_t *)&a->deaf_check);
     if (a->needs_join && a->cfg.join_timeout_s) {
         uv_timer_start(&a->join_timer, on_join_timeout, (uint64_t)a->cfg.join_timeout_s * 1000u, 0);
         uv_unref((uv_handle_t *)&a->join_timer);
@@ -1798,7 +1890,7 @@ int rd_agent_run(const struct rd_agent_config *config)
             RD_FSTR("sends", a->cfg.gossip_verify_outgoing == RD_SWITCH_OFF ? "plain" : "sealed"),
             RD_FSTR("hint", "set --gossip-verify-incoming on once every agent seals"));
     log_profile(a->cfg.profile, &sc);
-    rebuild_ring(a); /* the ring of one: ourselves */
+    rebuild_ring_now(a); /* the ring of one: ourselves */
     if (a->cfg.metrics_text[0]) {
         if ((rc = rd_metrics_start(&a->cfg.metrics, &a->metrics, err, sizeof err)) < 0) {
             rd_logf(RD_LOG_ERROR, "cannot start", RD_FSTR("error", err));
@@ -1829,6 +1921,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     rc = a->left ? a->exit_rc : RD_EIO; /* the loop ran dry: nothing left to serve */
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
+    a->closing = true;
     rd_metrics_stop(a->metrics);
     if (a->query) rd_query_close(a->query);
     rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
@@ -1838,6 +1931,8 @@ out:
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);
+    while (a->ring_job) /* it reads a->ring: never freed under a running job */
+        uv_run(a->loop, UV_RUN_ONCE);
     uv_loop_close(a->loop);
     rd_swim_delete(a->swim);
     rd_ring_delete(a->ring);

@@ -19,6 +19,8 @@
  *     │     └─► addr.c  "host:port" text, rd_addr <-> sockaddr
  *     ├─► snapshot.c  the member table kept in --state-dir across restarts: its
  *     │               bytes, and saving and reading the file
+ *     ├─► ringjob.c a ring build and its diff on libuv's thread pool; pace.c says
+ *     │             when the next may start
  *     ├─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
  *     ├─► refusals.c  the UDP socket's error queue: which destinations refused a
  *     │               datagram (ICMP port unreachable), for --probe-refusals
