@@ -88,18 +88,19 @@ owns_everywhere() {
 }
 # A ring at the point limit (16.7M points) takes 2-3 s of CPU to build in a Release build,
 # and with the sanitizers and the Debug invariant checks, four agents sharing two cores
-# took 8 to 15 s per rebuild. Builds run one at a time off the loop, so a newcomer that
-# comes while one runs waits for it, then for its own: two builds. The limit is 20 s for
-# the one and 45 s for the other. A frozen ring never gets there. (Not `limit`: wait_for
-# sets that.)
+# took 8 to 15 s of CPU per rebuild. Builds run one at a time off the loop, at the lowest
+# priority, so a newcomer that comes while one runs waits for it, then for its own: two
+# builds, on the CPU that the four loops (and a test run beside this one) leave; 46 s was
+# measured so under the sanitizers. The limit is 20 s for the one and 75 s for the other.
+# A frozen ring never gets there. (Not `limit`: wait_for sets that.)
 own_limit=20000
-grep -qa __asan_init "$RINGD" && own_limit=45000
-if wait_for 60 owns_everywhere >/dev/null; then
+grep -qa __asan_init "$RINGD" && own_limit=75000
+if wait_for 90 owns_everywhere >/dev/null; then
   took=$(($(now_ms) - t0))
   check "a real newcomer owns keys on every agent ${took} ms after it started (limit $own_limit)" \
     [ "$took" -le "$own_limit" ]
 else
-  fail "a real newcomer owned no keys on some agent 60 s after it started"
+  fail "a real newcomer owned no keys on some agent 90 s after it started"
 fi
 check "the scaled ring was logged" grep -q 'msg="ring scaled to the point limit"' "$DIR/n0.log"
 for n in $names n3; do
