@@ -181,8 +181,10 @@ struct probe {
     struct rd_addr target_addr;
     uint64_t timeout_ms, period_end_ms;
     uint32_t nacks_expected, nacks;
-    uint32_t refused_by; /* bit h: helpers[h] sent a NACK flagged RD_NACK_REFUSED */
+    uint32_t refused_by;   /* bit h: helpers[h] sent a NACK flagged RD_NACK_REFUSED */
+    uint32_t helpers_gone; /* bit h: our PING_REQ to helpers[h] was refused: no NACK can come */
     char helpers[HELPERS_MAX][RD_NAME_MAX + 1]; /* asked by PING_REQ: may ACK or NACK for it */
+    struct rd_addr helper_addrs[HELPERS_MAX];
 };
 
 struct rd_swim {
@@ -1171,6 +1173,7 @@ static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
         m.target_addr = s->members[t].addr;
         send_msg(s, &s->members[helpers[h]].addr, name_of(s, helpers[h]), &m);
         snprintf(p->helpers[h], sizeof p->helpers[h], "%s", name_of(s, helpers[h]));
+        p->helper_addrs[h] = s->members[helpers[h]].addr;
     }
     p->nacks_expected = (uint32_t)n;
     s->stats.indirect_probes += n;
@@ -1186,7 +1189,10 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
     struct probe *p = &s->probe;
     p->active = false;
     s->stats.probes_failed++;
-    rd_health_probe_failed(&s->health, p->nacks_expected, p->nacks, s->cfg.awareness_max);
+    /* a helper whose host refused our PING_REQ is gone, not late: its missing NACK says
+     * nothing about us */
+    uint32_t can_nack = p->nacks_expected - (uint32_t)__builtin_popcount(p->helpers_gone);
+    rd_health_probe_failed(&s->health, can_nack, p->nacks, s->cfg.awareness_max);
     int t = find_entry(s, p->target);
     if (t <= 0) return;
     const struct rec *m = &s->members[t];
@@ -1627,6 +1633,8 @@ void rd_swim_refused(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *t
         *r = s->relays[--s->nrelays];
     }
     struct probe *p = &s->probe;
+    for (uint32_t h = 0; p->active && h < p->nacks_expected; h++)
+        if (rd_addr_equal(&p->helper_addrs[h], to)) p->helpers_gone |= UINT32_C(1) << h;
     if (p->active && rd_addr_equal(&p->target_addr, to)) {
         p->refused = true;
         if (!p->indirect_sent) probe_indirect(s, now_ms);

@@ -141,7 +141,8 @@ void rd_swim_recv(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *from
  * on that port (ICMP port unreachable, read from the socket's error queue). A crashed
  * agent on a running host says so at once, where a silent one costs the probe's whole
  * period. If `to` is the target of our probe, its PING_REQs go out now; if we relay a
- * probe of `to`, our NACK goes out now, flagged RD_NACK_REFUSED. A probe fails before its
+ * probe of `to`, our NACK goes out now, flagged RD_NACK_REFUSED; if `to` is a helper our
+ * probe asked, its NACK is no longer expected. A probe fails before its
  * period ends only when the direct path and every helper asked report a refusal (with
  * cfg.act_on_refusals). Anything else is ignored: refusals are not authenticated.
  */

@@ -171,6 +171,40 @@ static void test_crashed_member_is_declared_dead_by_all(void **state)
     sim_delete(sim);
 }
 
+static bool three_dead(struct sim *sim, void *arg)
+{
+    (void)arg;
+    return sim_all_see(sim, 3, RD_DEAD) && sim_all_see(sim, 4, RD_DEAD) &&
+           sim_all_see(sim, 5, RD_DEAD);
+}
+
+/* Three agents crash at once on running hosts. A survivor's probe of one of them often asks
+ * another for help, and that PING_REQ is refused: the helper is gone, not late, so its
+ * missing NACK must not count against the survivor's own health. */
+static void test_a_refused_helper_costs_no_health(void **state)
+{
+    (void)state;
+    struct sim *sim = cluster(10, 11);
+    converge(sim, 10, 5000);
+    for (size_t i = 3; i <= 5; i++)
+        sim_crash_process(sim, i);
+    uint64_t t = sim_run_until_pred(sim, three_dead, NULL, 100, 60000);
+    uint32_t health = 0;
+    uint64_t failed = 0;
+    for (size_t i = 0; i < 10; i++) {
+        if (i >= 3 && i <= 5) continue;
+        health += rd_swim_health(sim_swim(sim, i));
+        failed += rd_swim_stats(sim_swim(sim, i))->probes_failed;
+    }
+    printf("# three crashes seen dead by all after %llu ms; %llu probes failed; summed health %u\n",
+           (unsigned long long)t, (unsigned long long)failed, health);
+    assert_true(t != UINT64_MAX);
+    assert_true(failed >= 3);
+    assert_int_equal(health, 0);
+    assert_int_equal(sim_false_deaths(sim), 0);
+    sim_delete(sim);
+}
+
 /* Time until every other member sees member 5 of a converged 10-member cluster dead, after
  * it crashed as a host (silent) or as a process whose host refuses its datagrams. */
 static uint64_t crash_seen_after(uint64_t seed, bool process, bool act_on_refusals,
@@ -1253,6 +1287,7 @@ int main(void)
         cmocka_unit_test(test_crashed_member_is_declared_dead_by_all),
         cmocka_unit_test(test_a_crashed_process_is_found_sooner_than_a_silent_host),
         cmocka_unit_test(test_forged_refusals_cannot_kill_a_live_member),
+        cmocka_unit_test(test_a_refused_helper_costs_no_health),
         cmocka_unit_test(test_unreachable_member_refutes_and_stays_alive),
         cmocka_unit_test(test_leave_is_seen_as_left_not_dead),
         cmocka_unit_test(test_dissemination_takes_logarithmic_rounds),
