@@ -112,6 +112,8 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
+    uv_work_t trim_work;   /* on_trim_timer's step on the ring-build thread (heap.h) */
+    bool trimming;         /* trim_work is queued */
     uint64_t tick_due_ms;  /* when tick_timer is due: rd_swim_next_tick(), or now if past */
     uv_check_t deaf_check; /* after each poll: how long the loop was busy since the last */
     uint64_t deaf_last_ns, deaf_idle_ns; /* when it last ran, and libuv's idle time then */
@@ -377,9 +379,24 @@ static void log_table_full(struct rd_agent *a)
  * Quiet means no rebuild for RD_TRIM_QUIET_MS and none waiting: a rebuild the pacer holds
  * back stops the timer, or every paced rebuild would fault its ring in afresh.
  */
+static void on_pool_shrunk(uv_work_t *req, int status)
+{
+    (void)status;
+    struct rd_agent *a = req->data;
+    a->trimming = false;
+    rd_heap_release();
+}
+
 static void on_trim_timer(uv_timer_t *t)
 {
-    rd_heap_release();
+    struct rd_agent *a = t->data;
+    if (a->trimming) return;
+    rd_heap_trim_on_free();
+    a->trim_work.data = a;
+    if (rd_ring_pool_shrink(a->loop, &a->trim_work, on_pool_shrunk) < 0)
+        rd_heap_release();
+    else
+        a->trimming = true;
 }
 
 static void schedule_rebuild(struct rd_agent *a);

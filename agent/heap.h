@@ -21,6 +21,7 @@
 
 #include <limits.h>
 #include <malloc.h>
+#include <stdlib.h>
 
 /** At start, before the first large allocation. Without effect under the sanitizers, whose
  *  allocator is their own. */
@@ -30,9 +31,39 @@ static inline void rd_heap_keep_freed(void)
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
 
-/** Gives the pages of every free block back to the system. */
+/*
+ * Giving memory back has one more step where rings are built on another thread (ringjob.h),
+ * whose allocations come from a malloc arena of its own. malloc_trim() gives back the free
+ * blocks of every arena but shrinks only the main heap's top: a thread arena keeps the free
+ * space at its top (the last build's scratch, a ring freed next to it) until a free in that
+ * arena finds its top above the trim threshold, which the policy sets out of reach. So:
+ *   1. rd_heap_trim_on_free(), on any thread;
+ *   2. rd_heap_shrink_own_arena(), on each thread that builds;
+ *   3. rd_heap_release(), which restores the policy.
+ * Step 1 runs on the loop, not the build thread: mallopt() takes the main arena's lock,
+ * which a build thread preempted at its low priority would hold for as long.
+ */
+
+/** Block size whose free makes glibc look at its arena's top (above its 64 KB threshold). */
+#define RD_HEAP_NUDGE_BYTES (256u * 1024u)
+
+/** Until rd_heap_release(): a free in any arena shrinks its free top. */
+static inline void rd_heap_trim_on_free(void)
+{
+    mallopt(M_TRIM_THRESHOLD, 0);
+}
+
+/** Shrinks the free top of the calling thread's arena, after rd_heap_trim_on_free(). */
+static inline void rd_heap_shrink_own_arena(void)
+{
+    void *volatile block = malloc(RD_HEAP_NUDGE_BYTES); /* volatile: not elided */
+    free(block);
+}
+
+/** Gives the pages of every free block back to the system, and keeps freed memory again. */
 static inline void rd_heap_release(void)
 {
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
     malloc_trim(0);
 }
 

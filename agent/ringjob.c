@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "heap.h"
 #include "rd_err.h"
 
 /* Copies s to *at, moving *at past it; NULL stays NULL. */
@@ -116,6 +117,17 @@ int rd_ring_job_queue(uv_loop_t *loop, struct rd_ring_job *job)
 {
     job->req.data = job;
     return uv_queue_work(loop, &job->req, work, after_work);
+}
+
+static void shrink(uv_work_t *req)
+{
+    (void)req;
+    rd_heap_shrink_own_arena();
+}
+
+int rd_ring_pool_shrink(uv_loop_t *loop, uv_work_t *req, uv_after_work_cb done)
+{
+    return uv_queue_work(loop, req, shrink, done);
 }
 
 void rd_ring_job_free(struct rd_ring_job *job)

@@ -72,6 +72,12 @@ void rd_ring_job_run(struct rd_ring_job *job);
  * could not be queued (then nothing is called).
  */
 int rd_ring_job_queue(uv_loop_t *loop, struct rd_ring_job *job);
+/**
+ * Queues rd_heap_shrink_own_arena() on the pool's thread, behind any job, then calls `done`
+ * on the loop's thread; see heap.h for the steps around it. Returns 0, or libuv's error
+ * (then nothing is called).
+ */
+int rd_ring_pool_shrink(uv_loop_t *loop, uv_work_t *req, uv_after_work_cb done);
 /** Frees the job, its copies, its diff, and its ring unless taken. NULL is fine. */
 void rd_ring_job_free(struct rd_ring_job *job);
 
