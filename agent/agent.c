@@ -9,10 +9,7 @@
  * loop runs its overdue timer before it reads the datagrams that waited, and the core then
  * puts its verdicts off until they are read. Late is the later of two measures: the tick's
  * own lateness against the time the core asked for, and the longest stretch since the last
- * tick that the loop spent busy, not waiting for input (a check handle reads libuv's idle
- * time after each poll). The second catches a tick that came on time after a long callback
- * (a large sync merged on a crowded host) ended just past it: the loop was as deaf as if
- * late.
+ * tick that the loop spent busy, not waiting for input (deafness.c).
  * A rebuild waits RD_REBUILD_COALESCE_MS after the first change so a burst of changes
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
@@ -57,6 +54,7 @@
 
 #include "dns.h"
 #include "envelope.h"
+#include "deafness.h"
 #include "heap.h"
 #include "hooks.h"
 #include "log.h"
@@ -112,13 +110,11 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
-    uv_work_t trim_work;   /* on_trim_timer's step on the ring-build thread (heap.h) */
-    bool trimming;         /* trim_work is queued */
-    uint64_t tick_due_ms;  /* when tick_timer is due: rd_swim_next_tick(), or now if past */
-    uv_check_t deaf_check; /* after each poll: how long the loop was busy since the last */
-    uint64_t deaf_last_ns, deaf_idle_ns; /* when it last ran, and libuv's idle time then */
-    uint64_t deaf_max_ms;                /* the longest busy stretch since the last tick */
-    uv_timer_t snapshot_timer;           /* armed by a membership change, with --state-dir */
+    uv_work_t trim_work;         /* on_trim_timer's step on the ring-build thread (heap.h) */
+    bool trimming;               /* trim_work is queued */
+    uint64_t tick_due_ms;        /* when tick_timer is due: rd_swim_next_tick(), or now if past */
+    struct rd_deafness deafness; /* the longest stretch the loop read no input, per tick */
+    uv_timer_t snapshot_timer;   /* armed by a membership change, with --state-dir */
     uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
     struct rd_hooks *hooks; /* --on-event handlers; NULL when none */
@@ -511,27 +507,14 @@ static void publish_member(struct rd_agent *a, const struct rd_member *m, bool i
 
 /* ---------------------------------------------------------------- UDP and timers */
 
-/* Runs once per loop iteration, after the poll: the wall time since the previous run, less
- * the time libuv spent waiting in the poll, is how long the loop read no input. */
-static void on_deaf_check(uv_check_t *c)
-{
-    struct rd_agent *a = c->data;
-    uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(a->loop);
-    uint64_t wall = now - a->deaf_last_ns, waited = idle - a->deaf_idle_ns;
-    uint64_t busy_ms = (wall > waited ? wall - waited : 0) / 1000000u;
-    if (busy_ms > a->deaf_max_ms) a->deaf_max_ms = busy_ms;
-    a->deaf_last_ns = now;
-    a->deaf_idle_ns = idle;
-}
-
 static void on_tick(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     /* how late the loop runs us (blocked, or starved of CPU): the core judges after input */
     uint64_t now = now_ms();
     uint64_t lag = now > a->tick_due_ms ? now - a->tick_due_ms : 0;
-    if (a->deaf_max_ms > lag) lag = a->deaf_max_ms;
-    a->deaf_max_ms = 0;
+    uint64_t deaf = rd_deafness_take(&a->deafness);
+    if (deaf > lag) lag = deaf;
     rd_swim_tick_lagged(a->swim, now, lag);
     flush(a);
 }
@@ -1769,7 +1752,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     raise_fd_limit();
     a->loop = uv_default_loop();
     a->start_ms = now_ms();
-    uv_loop_configure(a->loop, UV_METRICS_IDLE_TIME); /* for on_deaf_check */
+    uv_loop_configure(a->loop, UV_METRICS_IDLE_TIME); /* for rd_deafness */
     char err[512];
     int rc = RD_ENOMEM;
     a->rx_members = malloc(RD_PACKET_MAX_MEMBERS * sizeof *a->rx_members);
@@ -1861,12 +1844,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     uv_timer_init(a->loop, &a->join_timer);
     a->tick_timer.data = a->rebuild_timer.data = a->trim_timer.data = a->leave_timer.data = a;
     a->join_timer.data = a;
-    uv_check_init(a->loop, &a->deaf_check);
-    a->deaf_check.data = a;
-    a->deaf_last_ns = uv_hrtime();
-    a->deaf_idle_ns = uv_metrics_idle_time(a->loop);
-    uv_check_start(&a->deaf_check, on_deaf_check);
-    uv_unref((uv_handle_t *)&a->deaf_check);
+    rd_deafness_start(&a->deafness, a->loop);
     if (a->needs_join && a->cfg.join_timeout_s) {
         uv_timer_start(&a->join_timer, on_join_timeout, (uint64_t)a->cfg.join_timeout_s * 1000u, 0);
         uv_unref((uv_handle_t *)&a->join_timer);

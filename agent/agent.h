@@ -21,6 +21,8 @@
  *     │               bytes, and saving and reading the file
  *     ├─► ringjob.c a ring build and its diff on libuv's thread pool; pace.c says
  *     │             when the next may start
+ *     ├─► deafness.c  the longest stretch the loop went without reading input, which
+ *     │               the tick counts as lag
  *     ├─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
  *     ├─► refusals.c  the UDP socket's error queue: which destinations refused a
  *     │               datagram (ICMP port unreachable), for --probe-refusals
@@ -29,7 +31,8 @@
  *                    --metrics-addr HTTP endpoint (on a thread of its own; its HTTP
  *                    parser is proto/http.c)
  *   heap.h    the heap policy for ring rebuilds: freed blocks kept while the membership
- *             churns, given back when it is quiet (header-only; bench_ring uses it too)
+ *             churns, given back when it is quiet, the build thread's arena included
+ *             (header-only; bench_ring uses it too)
  *   files.c   the directory check and durable writes that query.c, keyring.c and
  *             snapshot.c share
  *   config.c  `ringd agent` flags and config file, into struct rd_agent_config
