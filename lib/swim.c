@@ -180,9 +180,10 @@ struct probe {
     char target[RD_NAME_MAX + 1];
     struct rd_addr target_addr;
     uint64_t timeout_ms, period_end_ms;
-    uint32_t nacks_expected, nacks;
-    uint32_t refused_by;   /* bit h: helpers[h] sent a NACK flagged RD_NACK_REFUSED */
-    uint32_t helpers_gone; /* bit h: our PING_REQ to helpers[h] was refused: no NACK can come */
+    uint32_t nacks_expected; /* helpers asked: helpers[0 .. nacks_expected) */
+    uint32_t nacked_by;      /* bit h: helpers[h] sent a NACK */
+    uint32_t refused_by;     /* bit h: helpers[h] sent a NACK flagged RD_NACK_REFUSED */
+    uint32_t helpers_gone;   /* bit h: a datagram to helpers[h] was refused: no NACK can come */
     char helpers[HELPERS_MAX][RD_NAME_MAX + 1]; /* asked by PING_REQ: may ACK or NACK for it */
     struct rd_addr helper_addrs[HELPERS_MAX];
 };
@@ -1189,10 +1190,12 @@ static void probe_failed(struct rd_swim *s, uint64_t now_ms)
     struct probe *p = &s->probe;
     p->active = false;
     s->stats.probes_failed++;
-    /* a helper whose host refused our PING_REQ is gone, not late: its missing NACK says
-     * nothing about us */
-    uint32_t can_nack = p->nacks_expected - (uint32_t)__builtin_popcount(p->helpers_gone);
-    rd_health_probe_failed(&s->health, can_nack, p->nacks, s->cfg.awareness_max);
+    /* a helper whose host refused a datagram of ours is gone, not late: its missing NACK
+     * says nothing about us (with every helper gone, the probe counts as one without) */
+    uint32_t asked = (UINT32_C(1) << p->nacks_expected) - 1, alive = asked & ~p->helpers_gone;
+    rd_health_probe_failed(&s->health, (uint32_t)__builtin_popcount(alive),
+                           (uint32_t)__builtin_popcount(p->nacked_by & alive),
+                           s->cfg.awareness_max);
     int t = find_entry(s, p->target);
     if (t <= 0) return;
     const struct rec *m = &s->members[t];
@@ -1547,7 +1550,7 @@ static void handle_msg(struct rd_swim *s, uint64_t now_ms, const struct rd_addr 
     case RD_MSG_NACK: {
         int h = s->probe.active && m->seq == s->probe.seq ? helper_index(&s->probe, from_name) : -1;
         if (h < 0) break;
-        s->probe.nacks++;
+        s->probe.nacked_by |= UINT32_C(1) << h;
         if (m->flags & RD_NACK_REFUSED) {
             s->probe.refused_by |= UINT32_C(1) << h;
             fail_if_refused(s, now_ms);
@@ -1633,8 +1636,12 @@ void rd_swim_refused(struct rd_swim *s, uint64_t now_ms, const struct rd_addr *t
         *r = s->relays[--s->nrelays];
     }
     struct probe *p = &s->probe;
-    for (uint32_t h = 0; p->active && h < p->nacks_expected; h++)
-        if (rd_addr_equal(&p->helper_addrs[h], to)) p->helpers_gone |= UINT32_C(1) << h;
+    for (uint32_t h = 0; p->active && h < p->nacks_expected; h++) {
+        uint32_t bit = UINT32_C(1) << h;
+        if (!rd_addr_equal(&p->helper_addrs[h], to) || (p->helpers_gone & bit)) continue;
+        p->helpers_gone |= bit;
+        s->stats.helpers_refused++;
+    }
     if (p->active && rd_addr_equal(&p->target_addr, to)) {
         p->refused = true;
         if (!p->indirect_sent) probe_indirect(s, now_ms);

@@ -87,8 +87,9 @@ struct rd_swim_event {
 struct rd_swim_stats {
     uint64_t packets_in, packets_out;
     uint64_t probes, probes_acked, probes_failed, indirect_probes; /**< sent, then how each ended */
-    uint64_t probes_refused; /**< of probes_failed: failed early, every path refused */
-    uint64_t refutes;        /**< times we raised our incarnation to refute */
+    uint64_t probes_refused;  /**< of probes_failed: failed early, every path refused */
+    uint64_t helpers_refused; /**< helpers of our probes whose host refused a datagram */
+    uint64_t refutes;         /**< times we raised our incarnation to refute */
     uint64_t syncs_in, syncs_out, syncs_done,
         syncs_failed;              /**< out: started, then how each ended */
     uint64_t events_dropped;       /**< events lost because nobody drained the queue */

@@ -190,16 +190,19 @@ static void test_a_refused_helper_costs_no_health(void **state)
         sim_crash_process(sim, i);
     uint64_t t = sim_run_until_pred(sim, three_dead, NULL, 100, 60000);
     uint32_t health = 0;
-    uint64_t failed = 0;
+    uint64_t failed = 0, gone = 0;
     for (size_t i = 0; i < 10; i++) {
         if (i >= 3 && i <= 5) continue;
         health += rd_swim_health(sim_swim(sim, i));
         failed += rd_swim_stats(sim_swim(sim, i))->probes_failed;
+        gone += rd_swim_stats(sim_swim(sim, i))->helpers_refused;
     }
-    printf("# three crashes seen dead by all after %llu ms; %llu probes failed; summed health %u\n",
-           (unsigned long long)t, (unsigned long long)failed, health);
+    printf("# three crashes seen dead by all after %llu ms; %llu probes failed, %llu helpers "
+           "refused; summed health %u\n",
+           (unsigned long long)t, (unsigned long long)failed, (unsigned long long)gone, health);
     assert_true(t != UINT64_MAX);
     assert_true(failed >= 3);
+    assert_true(gone > 0); /* the case this is about happened */
     assert_int_equal(health, 0);
     assert_int_equal(sim_false_deaths(sim), 0);
     sim_delete(sim);
