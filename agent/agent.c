@@ -52,9 +52,9 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "deafness.h"
 #include "dns.h"
 #include "envelope.h"
-#include "deafness.h"
 #include "heap.h"
 #include "hooks.h"
 #include "log.h"
@@ -367,32 +367,38 @@ static void log_table_full(struct rd_agent *a)
     a->full_logged_count = refused;
 }
 
+/* The build thread has shrunk its arena (heap.h). A rebuild asked for meanwhile already
+ * restored the policy; it runs, or waits, and the trim comes after it. */
+static void on_pool_shrunk(uv_work_t *req, int status)
+{
+    (void)status;
+    struct rd_agent *a = req->data;
+    a->trimming = false;
+    rd_heap_keep_freed();
+    if (!a->ring_job && !a->rebuild_pending && !a->closing) rd_heap_release();
+}
+
 /*
  * The heap keeps what a membership change freed (the old ring snapshot, sync buffers) for
  * the next change, which then costs no page faults (heap.h): in a join storm of 1000 agents
  * on 2 cores, faulting in fresh memory for every rebuild and sync was a third of all CPU.
  * Once the membership is quiet, that memory goes back: an idle agent holds one ring, not two.
  * Quiet means no rebuild for RD_TRIM_QUIET_MS and none waiting: a rebuild the pacer holds
- * back stops the timer, or every paced rebuild would fault its ring in afresh.
+ * back stops the timer, or every paced rebuild would fault its ring in afresh. The memory
+ * goes back in steps, one on the build thread (heap.h).
  */
-static void on_pool_shrunk(uv_work_t *req, int status)
-{
-    (void)status;
-    struct rd_agent *a = req->data;
-    a->trimming = false;
-    rd_heap_release();
-}
-
 static void on_trim_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     if (a->trimming) return;
     rd_heap_trim_on_free();
     a->trim_work.data = a;
-    if (rd_ring_pool_shrink(a->loop, &a->trim_work, on_pool_shrunk) < 0)
-        rd_heap_release();
-    else
+    if (rd_ring_pool_shrink(a->loop, &a->trim_work, on_pool_shrunk) == 0) {
         a->trimming = true;
+        return;
+    }
+    rd_heap_keep_freed();
+    rd_heap_release();
 }
 
 static void schedule_rebuild(struct rd_agent *a);
@@ -447,6 +453,7 @@ static void schedule_rebuild(struct rd_agent *a)
     if (a->rebuild_pending) return;
     a->rebuild_pending = true;
     uv_timer_stop(&a->trim_timer);
+    if (a->trimming) rd_heap_keep_freed(); /* the build to come keeps what it frees */
     uint64_t now = now_ms(), due = rd_pace_due(&a->rebuild_pace, now);
     uv_timer_start(&a->rebuild_timer, on_rebuild_timer, due - now, 0);
 }
@@ -1844,7 +1851,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     uv_timer_init(a->loop, &a->join_timer);
     a->tick_timer.data = a->rebuild_timer.data = a->trim_timer.data = a->leave_timer.data = a;
     a->join_timer.data = a;
-    rd_deafness_start(&a->deafness, a->loop);
+    (void)rd_deafness_start(&a->deafness, a->loop); /* without it, lag is the tick's own */
     if (a->needs_join && a->cfg.join_timeout_s) {
         uv_timer_start(&a->join_timer, on_join_timeout, (uint64_t)a->cfg.join_timeout_s * 1000u, 0);
         uv_unref((uv_handle_t *)&a->join_timer);

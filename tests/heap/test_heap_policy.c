@@ -100,7 +100,7 @@ static void *build_on_a_thread(void *arg)
     static const size_t sizes[] = {1, MEMBERS / 3, MEMBERS};
     for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
         struct rd_ring *next = NULL;
-        b->ok = rd_ring_rebuild(b->ring, members, sizes[j], VNODES, &next) == 0;
+        b->ok = b->ok && rd_ring_rebuild(b->ring, members, sizes[j], VNODES, &next) == 0;
         rd_ring_delete(b->ring);
         b->ring = next;
     }
@@ -118,7 +118,7 @@ static long child_run_threaded(bool with_thread_step)
 {
     rd_heap_keep_freed();
     long base = resident_pages();
-    struct builder b = {.ring = NULL};
+    struct builder b = {.ring = NULL, .ok = true};
     pthread_t t;
     if (sem_init(&b.go, 0, 0) != 0 || sem_init(&b.done, 0, 0) != 0) return -1;
     if (pthread_create(&t, NULL, build_on_a_thread, &b) != 0) return -1;
@@ -128,6 +128,7 @@ static long child_run_threaded(bool with_thread_step)
         sem_post(&b.go);
         sem_wait(&b.done);
     }
+    rd_heap_keep_freed();
     rd_heap_release();
     long left = resident_pages() - base;
     if (!with_thread_step) sem_post(&b.go);
@@ -136,14 +137,33 @@ static long child_run_threaded(bool with_thread_step)
     return b.ok ? left : -1;
 }
 
-static long child_run_mode(int mode)
+/* What a child runs. */
+enum run {
+    JOINS_GLIBC,          /* child_run(false, false) */
+    JOINS_POLICY,         /* child_run(true, false) */
+    JOINS_RELEASED,       /* child_run(true, true) */
+    THREAD_LOOP_STEPS,    /* child_run_threaded(false) */
+    THREAD_ALL_THE_STEPS, /* child_run_threaded(true) */
+};
+
+static long child_run_mode(enum run run)
 {
-    return mode < 2   ? child_run(mode & 1, false)
-           : mode < 4 ? child_run(true, true)
-                      : child_run_threaded(mode == 5);
+    switch (run) {
+    case JOINS_GLIBC:
+        return child_run(false, false);
+    case JOINS_POLICY:
+        return child_run(true, false);
+    case JOINS_RELEASED:
+        return child_run(true, true);
+    case THREAD_LOOP_STEPS:
+        return child_run_threaded(false);
+    case THREAD_ALL_THE_STEPS:
+        return child_run_threaded(true);
+    }
+    return -1;
 }
 
-static long in_child(int mode)
+static long in_child(enum run mode)
 {
     int fd[2];
     long v = -1;
@@ -171,7 +191,7 @@ static long in_child(int mode)
 static void test_a_growing_ring_reuses_freed_memory_under_the_policy(void **state)
 {
     (void)state;
-    long glibc = in_child(0), policy = in_child(1);
+    long glibc = in_child(JOINS_GLIBC), policy = in_child(JOINS_POLICY);
     printf("page faults a join at %d x %d: glibc's defaults %ld, the agent's policy %ld\n", MEMBERS,
            VNODES, glibc, policy);
     assert_true(policy >= 0 && glibc >= 0);
@@ -184,7 +204,7 @@ static void test_a_growing_ring_reuses_freed_memory_under_the_policy(void **stat
 static void test_release_gives_the_freed_rings_back(void **state)
 {
     (void)state;
-    long given = in_child(2);
+    long given = in_child(JOINS_RELEASED);
     printf("resident pages given back by rd_heap_release: %ld\n", given);
     assert_true(given >= 1500);
 }
@@ -195,7 +215,7 @@ static void test_release_gives_the_freed_rings_back(void **state)
 static void test_release_shrinks_the_build_threads_arena(void **state)
 {
     (void)state;
-    long without = in_child(4), with = in_child(5);
+    long without = in_child(THREAD_LOOP_STEPS), with = in_child(THREAD_ALL_THE_STEPS);
     printf("resident pages left after the release, one ring in use: %ld without the build thread's "
            "step, %ld with it\n",
            without, with);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_cluster.sh RINGD — real agents on loopback: 20 agents converge on one ring, a
 # SIGKILLed agent is declared dead by all (its host refusing the probes, which fail at once
-# on those refusals; the last agent runs with --probe-refusals off and hears none), a
+# on those refusals; the last agent runs with --probe-refusals off and hears none), an
+# agent builds its rings on one thread beside its loop, at nice 19, a
 # SIGTERMed one is seen as left and exits 0, and garbage sent to the gossip port changes
 # nothing.
 set -u
@@ -42,6 +43,14 @@ check "all agents give the same owners" same_owners
 # was already past when asked left the joiners near the ceiling for most of a minute.
 healthy() { for n in $names; do [ "$(info "$n" health)" = 0 ] || return 1; done; }
 check "every agent's local health is 0 within 10 s" wait_for 10 healthy
+# Rings are built on one thread beside the loop, at nice 19 (agent/ringjob.h): where the
+# cores are short, the loops that answer probes run first.
+pid1=$(pid_of n1)
+tasks=$(ls "/proc/$pid1/task" | grep -vx "$pid1")
+nice=$(for t in $tasks; do sed 's/.*) //' "/proc/$pid1/task/$t/stat" | cut -d' ' -f17; done)
+one_low_thread() { [ "$(echo $tasks | wc -w)" = 1 ] && [ "$nice" = 19 ]; }
+check "n1 builds rings on one thread beside its loop, at nice 19 (threads: $(echo $tasks); nice: $(echo $nice))" \
+  one_low_thread
 
 # garbage to the UDP port: counted, dropped, nothing changes
 before=$(info n1 packets_malformed)
