@@ -792,7 +792,8 @@ static int info_section(struct rd_query *q, struct rd_buf *out, enum info_sectio
             "\r\npackets_dropped_nokey:%" PRIu64 "\r\npackets_dropped_plain:%" PRIu64
             "\r\npackets_dropped_sealed:%" PRIu64 "\r\npackets_accepted_plain:%" PRIu64 "\r\n"
             "packets_refused:%" PRIu64 "\r\nprobes:%" PRIu64 "\r\nprobes_failed:%" PRIu64 "\r\n"
-            "probes_refused:%" PRIu64 "\r\nhelpers_refused:%" PRIu64 "\r\nrefutes:%" PRIu64 "\r\n"
+            "probes_refused:%" PRIu64 "\r\nprobe_resends:%" PRIu64 "\r\nhelpers_refused:%" PRIu64
+            "\r\nrefutes:%" PRIu64 "\r\n"
             "replies_trimmed:%" PRIu64 "\r\nping_reqs_refused:%" PRIu64 "\r\n"
             "syncs_in:%" PRIu64 "\r\nsyncs_out:%" PRIu64 "\r\nsyncs_failed:%" PRIu64 "\r\n"
             "syncs_malformed:%" PRIu64 "\r\nsyncs_oversize:%" PRIu64
@@ -806,9 +807,9 @@ static int info_section(struct rd_query *q, struct rd_buf *out, enum info_sectio
             ss->packets_in, ss->packets_out, st->packets_malformed, st->packets_dropped.nokey,
             st->packets_dropped.plain, st->packets_dropped.sealed,
             st->packets_dropped.plain_accepted, st->packets_refused, ss->probes, ss->probes_failed,
-            ss->probes_refused, ss->helpers_refused, ss->refutes, ss->replies_trimmed,
-            ss->ping_reqs_refused, ss->syncs_in, ss->syncs_out, ss->syncs_failed,
-            st->syncs_malformed, st->syncs_oversize, st->syncs_refused_source,
+            ss->probes_refused, ss->probe_resends, ss->helpers_refused, ss->refutes,
+            ss->replies_trimmed, ss->ping_reqs_refused, ss->syncs_in, ss->syncs_out,
+            ss->syncs_failed, st->syncs_malformed, st->syncs_oversize, st->syncs_refused_source,
             st->syncs_refused_full, st->syncs_timed_out_header, st->syncs_timed_out_frame,
             st->syncs_refused_ring, st->syncs_dropped.nokey, st->syncs_dropped.plain,
             st->syncs_dropped.sealed, st->syncs_dropped.plain_accepted,

@@ -180,6 +180,8 @@ struct probe {
     char target[RD_NAME_MAX + 1];
     struct rd_addr target_addr;
     uint64_t timeout_ms, period_end_ms;
+    uint64_t resend_ms, resend_step_ms; /* the next direct resend, and the gap to the one after */
+    uint32_t resends_left;
     uint32_t nacks_expected; /* helpers asked: helpers[0 .. nacks_expected) */
     uint32_t nacked_by;      /* bit h: helpers[h] sent a NACK */
     uint32_t refused_by;     /* bit h: helpers[h] sent a NACK flagged RD_NACK_REFUSED */
@@ -379,6 +381,7 @@ void rd_swim_config_default(struct rd_swim_config *cfg)
         .probe_interval_ms = 1000,
         .probe_timeout_ms = 500,
         .indirect_checks = 3,
+        .probe_resends = 6,
         .gossip_interval_ms = 200,
         .gossip_fanout = 3,
         .retransmit_mult = 4,
@@ -1151,12 +1154,37 @@ static void start_probe(struct rd_swim *s, uint64_t now_ms)
     *p = (struct probe){.active = true, .seq = next_seq(s)};
     snprintf(p->target, sizeof p->target, "%s", name_of(s, t));
     p->target_addr = s->members[t].addr;
-    p->timeout_ms = now_ms + scaled(s, s->cfg.probe_timeout_ms);
+    uint64_t timeout = scaled(s, s->cfg.probe_timeout_ms);
+    p->timeout_ms = now_ms + timeout;
     p->period_end_ms = s->next_probe_ms;
+    p->resends_left = s->cfg.probe_resends;
+    p->resend_step_ms = timeout / (s->cfg.probe_resends + 1u);
+    p->resend_ms = now_ms + p->resend_step_ms;
     struct rd_msg m = make_msg(s, RD_MSG_PING, p->seq);
     snprintf(m.target, sizeof m.target, "%s", p->target);
     send_msg(s, &s->members[t].addr, p->target, &m);
     s->stats.probes++;
+}
+
+/* A direct ping unanswered for a fraction of the probe timeout is sent again, same seq: on
+ * a lossy path each resend halves, or better, the chance that the probe reaches its
+ * helpers at all, and so the rate of false suspicions. Nothing is judged here. */
+static void probe_resend(struct rd_swim *s, uint64_t now_ms)
+{
+    struct probe *p = &s->probe;
+    p->resends_left--;
+    p->resend_ms = now_ms + p->resend_step_ms;
+    int t = find_entry(s, p->target);
+    if (t < 0) return;
+    struct rd_msg m = make_msg(s, RD_MSG_PING, p->seq);
+    snprintf(m.target, sizeof m.target, "%s", p->target);
+    send_msg(s, &s->members[t].addr, p->target, &m);
+    s->stats.probe_resends++;
+}
+
+static bool resend_due(const struct probe *p)
+{
+    return p->active && !p->indirect_sent && p->resends_left > 0;
 }
 
 static void probe_indirect(struct rd_swim *s, uint64_t now_ms)
@@ -1805,6 +1833,7 @@ static void run_timers(struct rd_swim *s, uint64_t now_ms, bool verdicts)
         s->conflict_probe_seq = 0; /* silence: a previous life of ours, not a namesake */
     if (verdicts) run_verdicts(s, now_ms);
     struct probe *p = &s->probe;
+    if (resend_due(p) && now_ms >= p->resend_ms && now_ms < p->timeout_ms) probe_resend(s, now_ms);
     if (!s->leaving && now_ms >= s->next_probe_ms && !p->active) start_probe(s, now_ms);
     if (now_ms >= s->next_gossip_ms) run_gossip(s, now_ms);
     if (!s->leaving && now_ms >= s->next_sync_ms) run_sync(s, now_ms);
@@ -1858,6 +1887,7 @@ uint64_t rd_swim_next_tick(const struct rd_swim *s)
         t = min_u64(t, s->probe.active ? s->probe.period_end_ms : s->next_probe_ms);
     }
     if (s->probe.active && !s->probe.indirect_sent) t = min_u64(t, s->probe.timeout_ms);
+    if (resend_due(&s->probe)) t = min_u64(t, s->probe.resend_ms);
     for (size_t k = 0; k < s->nrelays; k++)
         t = min_u64(t, s->relays[k].deadline_ms);
     if (s->conflict_probe_seq) t = min_u64(t, s->conflict_probe_deadline_ms);

@@ -34,6 +34,8 @@ struct rd_swim_config {
     uint32_t probe_interval_ms;       /**< protocol period: one probe per period (1000) */
     uint32_t probe_timeout_ms;        /**< wait for a direct ack before indirect probes (500) */
     uint32_t indirect_checks;         /**< members asked to probe for us (3) */
+    uint32_t probe_resends;           /**< direct pings sent again, evenly spaced, before the
+                                           probe timeout while no ack came (6) */
     uint32_t gossip_interval_ms;      /**< period of piggyback-only gossip (200) */
     uint32_t gossip_fanout;           /**< members per gossip round (3) */
     uint32_t retransmit_mult;         /**< each update is sent mult*ceil(log10(N+1)) times (4) */
@@ -88,6 +90,7 @@ struct rd_swim_stats {
     uint64_t packets_in, packets_out;
     uint64_t probes, probes_acked, probes_failed, indirect_probes; /**< sent, then how each ended */
     uint64_t probes_refused;  /**< of probes_failed: failed early, every path refused */
+    uint64_t probe_resends;   /**< direct pings sent again for want of an ack */
     uint64_t helpers_refused; /**< helpers of our probes whose host refused a datagram */
     uint64_t refutes;         /**< times we raised our incarnation to refute */
     uint64_t syncs_in, syncs_out, syncs_done,
