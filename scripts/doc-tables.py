@@ -84,6 +84,12 @@ def sweep_detect(r):
     return text
 
 
+def sweep_n(r, spec=""):
+    """N, marked when the row was measured by an earlier build (its note says so)."""
+    n = format(r["n"], spec)
+    return f"{n} (earlier build)" if r["note"].startswith("earlier build") else n
+
+
 def sweep_skipped(rows):
     """Skipped cells, one line per N: the loss rates and the reason, from the note."""
     out = []
@@ -117,7 +123,7 @@ def gen_sim_sweep():
         fd = f"{ev}/{vic}"
         if ev or total:
             fd = f"**{fd}** ({total} in the run)"
-        body.append([r["n"], f"{r['loss_pct']}%", secs_rounds(r["ring_ms"], r["ring_rounds"]),
+        body.append([sweep_n(r), f"{r['loss_pct']}%", secs_rounds(r["ring_ms"], r["ring_rounds"]),
                      agree, sweep_detect(r), f"{float(r['msgs_per_member_s']):.1f}", fd,
                      sig2(float(r["fp_per_member_hour"])),
                      sig2(float(r["suspects_per_member_hour"]) / 3600),
@@ -142,7 +148,7 @@ def gen_sim_summary():
             r = by.get((n, loss))
             fps.append("skipped" if not r or r["status"] == "skipped"
                        else sig2(float(r["fp_per_member_hour"])))
-        body.append([f"{n:,}", f"{int(quiet['agree_ms']) / 1000:.2f} s",
+        body.append([sweep_n(quiet, ","), f"{int(quiet['agree_ms']) / 1000:.2f} s",
                      f"{int(quiet['detect_ms']) / 1000:.1f} s",
                      f"{float(quiet['msgs_per_member_s']):.1f}", " / ".join(fps)])
     return table(header, body)
