@@ -637,15 +637,17 @@ static const char *timing(enum rd_swim_profile p)
     static char out[512];
     struct rd_swim_config c;
     rd_swim_config_profile(&c, p);
-    /* 15 timings and one switch: a field added to rd_swim_config must be added here too */
-    assert_int_equal(sizeof c, 16 * sizeof(uint32_t));
+    /* 16 timings and one switch: a field added to rd_swim_config must be added here too */
+    assert_int_equal(sizeof c, 17 * sizeof(uint32_t));
     snprintf(out, sizeof out,
-             "probe=%u/%u indirect=%u gossip=%ux%u retransmit=%u suspicion=%u/%u/k%u sync=%u "
+             "probe=%u/%u resends=%u indirect=%u gossip=%ux%u retransmit=%u suspicion=%u/%u/k%u "
+             "sync=%u "
              "join=%u tombstone=%u reclaim=%u reconnect=%u awareness=%u refusals=%d",
-             c.probe_interval_ms, c.probe_timeout_ms, c.indirect_checks, c.gossip_interval_ms,
-             c.gossip_fanout, c.retransmit_mult, c.suspicion_mult, c.suspicion_max_mult,
-             c.suspicion_confirmations, c.sync_interval_ms, c.join_retry_max_ms, c.tombstone_ms,
-             c.reclaim_ms, c.reconnect_interval_ms, c.awareness_max, c.act_on_refusals);
+             c.probe_interval_ms, c.probe_timeout_ms, c.probe_resends, c.indirect_checks,
+             c.gossip_interval_ms, c.gossip_fanout, c.retransmit_mult, c.suspicion_mult,
+             c.suspicion_max_mult, c.suspicion_confirmations, c.sync_interval_ms,
+             c.join_retry_max_ms, c.tombstone_ms, c.reclaim_ms, c.reconnect_interval_ms,
+             c.awareness_max, c.act_on_refusals);
     return out;
 }
 
@@ -654,26 +656,29 @@ static const char *timing(enum rd_swim_profile p)
 static void test_config_profiles(void **state)
 {
     /* what rd_swim_config_default() gave when it was the only timing */
-    assert_string_equal(timing(RD_PROFILE_LAN),
-                        "probe=1000/500 indirect=3 gossip=200x3 retransmit=4 suspicion=2/12/k2 "
-                        "sync=30000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
-                        "awareness=8 refusals=1");
+    assert_string_equal(
+        timing(RD_PROFILE_LAN),
+        "probe=1000/500 resends=6 indirect=3 gossip=200x3 retransmit=4 suspicion=2/12/k2 "
+        "sync=30000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+        "awareness=8 refusals=1");
     struct rd_swim_config def, lan;
     rd_swim_config_default(&def);
     rd_swim_config_profile(&lan, RD_PROFILE_LAN);
     assert_memory_equal(&def, &lan, sizeof lan);
     /* DefaultWANConfig: 5 s / 3 s probes, 4 nodes every 500 ms, push-pull 60 s,
      * SuspicionMult 6: half of it, max_mult twice 6 (the same 180 s maximum), k = 6 - 2 */
-    assert_string_equal(timing(RD_PROFILE_WAN),
-                        "probe=5000/3000 indirect=3 gossip=500x4 retransmit=4 suspicion=3/12/k4 "
-                        "sync=60000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
-                        "awareness=8 refusals=1");
+    assert_string_equal(
+        timing(RD_PROFILE_WAN),
+        "probe=5000/3000 resends=6 indirect=3 gossip=500x4 retransmit=4 suspicion=3/12/k4 "
+        "sync=60000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+        "awareness=8 refusals=1");
     /* DefaultLocalConfig: 200 ms timeout, 1 indirect check, gossip every 100 ms,
      * retransmit 2, push-pull 15 s, SuspicionMult 3: min rounds up to 2, max 18 s, k 1 */
-    assert_string_equal(timing(RD_PROFILE_LOCAL),
-                        "probe=1000/200 indirect=1 gossip=100x3 retransmit=2 suspicion=2/9/k1 "
-                        "sync=15000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
-                        "awareness=8 refusals=1");
+    assert_string_equal(
+        timing(RD_PROFILE_LOCAL),
+        "probe=1000/200 resends=6 indirect=1 gossip=100x3 retransmit=2 suspicion=2/9/k1 "
+        "sync=15000 join=30000 tombstone=3600000 reclaim=15000 reconnect=10000 "
+        "awareness=8 refusals=1");
 
     for (int p = 0; p < RD_PROFILE_COUNT; p++) {
         /* names round-trip, and the flag picks the same set */
