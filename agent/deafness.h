@@ -24,8 +24,8 @@ struct rd_deafness {
 /**
  * Starts measuring on `loop`, which must have been configured with UV_METRICS_IDLE_TIME
  * before it first ran. The check handle does not keep the loop alive; close it with
- * uv_close((uv_handle_t *)&d->check, ...) or a walk over the loop's handles. Returns 0 or libuv's
- * error.
+ * uv_close((uv_handle_t *)&d->check, ...) or a walk over the loop's handles. Returns 0 or
+ * libuv's error.
  */
 int rd_deafness_start(struct rd_deafness *d, uv_loop_t *loop);
 /** The longest stretch, in ms, that the loop spent busy since the last call; resets it. */
