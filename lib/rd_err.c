@@ -17,6 +17,7 @@ const char *rd_strerror(int err)
     case RD_EIO: return "system call or socket failed";
     case RD_EREFUSED: return "refused";
     case RD_ECORRUPT: return "internal state corrupt";
+    case RD_ECANCELED: return "abandoned";
     }
     /* clang-format on */
     return "unknown error";

@@ -15,16 +15,17 @@
 
 enum rd_err {
     RD_OK = 0,
-    RD_EINVAL = -1,    /**< bad argument (caller input, flag, request) */
-    RD_ENOMEM = -2,    /**< allocation failed */
-    RD_E2BIG = -3,     /**< over a documented limit */
-    RD_EEXIST = -4,    /**< duplicate (e.g. two members with one name), or already in use */
-    RD_EPROTO = -5,    /**< malformed bytes from the network */
-    RD_ENOENT = -6,    /**< not found */
-    RD_EAGAIN = -7,    /**< not enough bytes yet: feed more and call again */
-    RD_EIO = -8,       /**< a system call or socket failed (details in the caller's err) */
-    RD_EREFUSED = -9,  /**< the other side understood the request and said no */
-    RD_ECORRUPT = -10, /**< our own state breaks an invariant: a bug, not bad input */
+    RD_EINVAL = -1,     /**< bad argument (caller input, flag, request) */
+    RD_ENOMEM = -2,     /**< allocation failed */
+    RD_E2BIG = -3,      /**< over a documented limit */
+    RD_EEXIST = -4,     /**< duplicate (e.g. two members with one name), or already in use */
+    RD_EPROTO = -5,     /**< malformed bytes from the network */
+    RD_ENOENT = -6,     /**< not found */
+    RD_EAGAIN = -7,     /**< not enough bytes yet: feed more and call again */
+    RD_EIO = -8,        /**< a system call or socket failed (details in the caller's err) */
+    RD_EREFUSED = -9,   /**< the other side understood the request and said no */
+    RD_ECORRUPT = -10,  /**< our own state breaks an invariant: a bug, not bad input */
+    RD_ECANCELED = -11, /**< abandoned at its caller's request before it finished */
 };
 
 /** Static, human-readable text for an RD_E* code. Never NULL. */

@@ -324,6 +324,8 @@ struct point_walk {
     const struct rd_ring *r;
     rd_ring_point_hash_fn *fn;
     void *ctx;
+    const atomic_bool *abandon; /* NULL, or stop once it reads true ... */
+    bool abandoned;             /* ... which walk_next() then returned false for */
     uint32_t m, i0, cnt;
     size_t plen;                            /* length of member m's encoding prefix */
     size_t klen;                            /* ketama: length of m's hashed server string */
@@ -352,12 +354,14 @@ static void walk_enter(struct point_walk *w)
             memcpy(w->enc[s] + 8 * k, w->enc[0] + 8 * k, 8);
 }
 
-static void walk_start(struct point_walk *w, const struct rd_ring *r, rd_ring_point_hash_fn *fn,
-                       void *ctx)
+static void walk_start(struct point_walk *w, const struct rd_ring *r,
+                       const struct rd_ring_hooks *hooks)
 {
     w->r = r;
-    w->fn = fn;
-    w->ctx = ctx;
+    w->fn = hooks->point_hash;
+    w->ctx = hooks->ctx;
+    w->abandon = hooks->abandon;
+    w->abandoned = false;
     w->m = 0;
     w->i0 = 0;
     w->cnt = 0;
@@ -366,10 +370,20 @@ static void walk_start(struct point_walk *w, const struct rd_ring *r, rd_ring_po
     if (r->nmembers > 0) walk_enter(w);
 }
 
-/* Hashes the next batch; false when every point has been. */
+/* Whether the build's owner has given it up (rd_ring_build_abandonable). */
+static bool abandoned(const atomic_bool *abandon)
+{
+    return abandon && atomic_load_explicit(abandon, memory_order_relaxed);
+}
+
+/* Hashes the next batch; false when every point has been, or the build is abandoned. */
 static bool walk_next(struct point_walk *w)
 {
     const struct rd_ring *r = w->r;
+    if (abandoned(w->abandon)) {
+        w->abandoned = true;
+        return false;
+    }
     w->i0 += w->cnt;
     while (w->m < r->nmembers && w->i0 >= r->points[w->m]) {
         w->i0 = 0;
@@ -413,7 +427,8 @@ static inline size_t group_of(uint64_t h, unsigned c)
 }
 
 /*
- * Computes every point and sorts them into the ring; fills r->first.
+ * Computes every point and sorts them into the ring; fills r->first. False, the ring
+ * unfinished, when the build is abandoned (checked per batch of points and per group).
  *
  * A one-level counting sort into 2^b buckets is O(P) but touches first[], hashes[] and
  * owner[] at random, one cache (and TLB) miss per point per array once P outgrows the caches
@@ -429,8 +444,8 @@ static inline size_t group_of(uint64_t h, unsigned c)
  * member-index order already; the sort compares (hash, owner) anyway so the tie rule does
  * not hang on stability.
  */
-static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *sh,
-                        struct sort_tmp t, rd_ring_point_hash_fn *fn, void *ctx)
+static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *sh,
+                        struct sort_tmp t, const struct rd_ring_hooks *hooks)
 {
     uint64_t *hashes = r->hashes;
     uint32_t *owner = r->owner;
@@ -444,7 +459,7 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
 
     /* 1. */
     bool overflow = false;
-    walk_start(&w, r, fn, ctx);
+    walk_start(&w, r, hooks);
     while (!overflow && walk_next(&w)) {
         for (uint32_t s = 0; s < w.cnt; s++) {
             size_t g = group_of(w.hb[s], c);
@@ -457,13 +472,14 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
             t.o[at] = w.m;
         }
     }
+    if (w.abandoned) return false;
     for (size_t g = 0; g < ngroups; g++)
         src[g] = (uint32_t)(g * sh->cap);
     if (overflow) {
         /* Start over in two passes: hash into the ring's arrays, then scatter by group. */
         memset(fill, 0, sizeof fill);
         uint32_t k = 0;
-        walk_start(&w, r, fn, ctx);
+        walk_start(&w, r, hooks);
         while (walk_next(&w)) {
             for (uint32_t s = 0; s < w.cnt; s++, k++) {
                 hashes[k] = w.hb[s];
@@ -471,6 +487,7 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
                 fill[group_of(w.hb[s], c)]++;
             }
         }
+        if (w.abandoned) return false;
         uint32_t run = 0;
         for (size_t g = 0; g < ngroups; g++) {
             src[g] = run;
@@ -490,6 +507,7 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
     size_t per_group = sh->per_group;
     uint32_t s = 0; /* where the group starts in the ring */
     for (size_t g = 0; g < ngroups; g++) {
+        if (abandoned(hooks->abandon)) return false;
         const uint64_t *gh = t.h + src[g];
         const uint32_t *go = t.o + src[g];
         uint32_t n = fill[g], e = s + n;
@@ -557,6 +575,7 @@ static void sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
     first[(size_t)1 << b] = total;
     /* Sentinel: a lookup's scan stops here without a bounds check (see point_index). */
     hashes[total] = UINT64_MAX;
+    return true;
 }
 
 static int cmp_zone_ptr(const void *a, const void *b)
@@ -853,14 +872,18 @@ static int build_full(struct build_plan *p, const struct rd_ring_hooks *hooks, s
         /* total >= n (a point per member at least), so the staging holds n of each. */
         struct sort_tmp t = sort_tmp_of(tmp, &sh);
         index_zones(r, t.h, t.o);
-        sort_points(r, p->b, &sh, t, hooks->point_hash, hooks->ctx);
+        bool sorted = sort_points(r, p->b, &sh, t, hooks);
         free(tmp);
+        if (!sorted) {
+            free(r);
+            return RD_ECANCELED;
+        }
     }
     *out = r;
     return 0;
 }
 
-static const struct rd_ring_hooks no_hooks = {NULL, NULL, NULL};
+static const struct rd_ring_hooks no_hooks = {NULL, NULL, NULL, NULL};
 
 /* rd_ring_new_with() and rd_ring_new_ketama_with(): everything but the point rule is one. */
 static int ring_build(const struct rd_ring_member *members, size_t n, enum rd_ring_mode mode,
@@ -929,7 +952,7 @@ static size_t pair_members(const struct rd_ring *old, const struct build_plan *p
  * same bucket sort; fresh[] is in name order, so the sub ring's indexes map to the new ones
  * in the same order and its tie order is the new ring's.
  */
-static void sort_fresh(const struct rd_ring *r, const uint32_t *fresh, size_t nfresh,
+static bool sort_fresh(const struct rd_ring *r, const uint32_t *fresh, size_t nfresh,
                        uint32_t npoints, struct rd_ring *sub, const struct sort_shape *sh,
                        unsigned b, struct sort_tmp t, const struct rd_ring_hooks *hooks)
 {
@@ -941,9 +964,10 @@ static void sort_fresh(const struct rd_ring *r, const uint32_t *fresh, size_t nf
     sub->npoints = npoints;
     sub->mode = RD_RING_MODE_RINGD;
     sub->shift = 64 - b;
-    sort_points(sub, b, sh, t, hooks->point_hash, hooks->ctx);
+    if (!sort_points(sub, b, sh, t, hooks)) return false;
     for (uint32_t i = 0; i < npoints; i++)
         sub->owner[i] = fresh[sub->owner[i]];
+    return true;
 }
 
 /*
@@ -1091,19 +1115,22 @@ static char *merge_tmp_alloc(const struct build_plan *p, const struct pairing *p
     return mem;
 }
 
-/* Builds r's points from old and the fresh members, into a filled r (see build_merged). */
-static void place_merged(struct rd_ring *r, const struct rd_ring *old, const struct pairing *pr,
+/* Builds r's points from old and the fresh members, into a filled r (see build_merged); false
+ * when the build is abandoned. */
+static bool place_merged(struct rd_ring *r, const struct rd_ring *old, const struct pairing *pr,
                          struct merge_tmp *m, const struct rd_ring_hooks *hooks)
 {
     uint32_t nfp = (uint32_t)pr->fresh_points;
     index_zones(r, m->zone_ptrs, m->zone_sizes);
-    sort_fresh(r, pr->fresh, pr->nfresh, nfp, &m->sub, &m->sh, m->b, m->t, hooks);
+    if (!sort_fresh(r, pr->fresh, pr->nfresh, nfp, &m->sub, &m->sh, m->b, m->t, hooks))
+        return false;
     m->sub.hashes[nfp] = UINT64_MAX; /* sort_points leaves it; the merge relies on it */
     merge_points(r, old, pr->old_to_new, m->sub.hashes, m->sub.owner, nfp, m->gone);
     if (r->shift == old->shift)
         prefix_from_old(r, old, m->sub.hashes, nfp, m->gone, (uint32_t)pr->gone_points);
     else
         prefix_by_count(r);
+    return true;
 }
 
 /*
@@ -1141,9 +1168,13 @@ static int build_merged(const struct rd_ring *old, struct build_plan *p,
     }
     fill_members(r, p);
     free(p->sorted);
-    place_merged(r, old, &pr, &m, hooks);
+    bool placed = place_merged(r, old, &pr, &m, hooks);
     free(tmp);
     free(pr.old_to_new);
+    if (!placed) {
+        free(r);
+        return RD_ECANCELED;
+    }
     *out = r;
     return 0;
 }
@@ -1181,14 +1212,23 @@ int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
                             const struct rd_ring_hooks *hooks, struct rd_ring **out)
 {
     /* the point hash is libmemcached's: a substitute would build some other ring */
-    struct rd_ring_hooks alloc_only = {NULL, hooks ? hooks->alloc : NULL,
-                                       hooks ? hooks->ctx : NULL};
+    struct rd_ring_hooks alloc_only = {NULL, hooks ? hooks->alloc : NULL, hooks ? hooks->ctx : NULL,
+                                       hooks ? hooks->abandon : NULL};
     return ring_build(members, n, RD_RING_MODE_KETAMA, 0, &alloc_only, out);
 }
 
 int rd_ring_new_ketama(const struct rd_ring_member *members, size_t n, struct rd_ring **out)
 {
     return ring_build(members, n, RD_RING_MODE_KETAMA, 0, NULL, out);
+}
+
+int rd_ring_build_abandonable(const struct rd_ring *old, const struct rd_ring_member *members,
+                              size_t n, enum rd_ring_mode mode, uint32_t vnodes,
+                              const atomic_bool *abandon, struct rd_ring **out)
+{
+    const struct rd_ring_hooks hooks = {NULL, NULL, NULL, abandon};
+    return mode == RD_RING_MODE_KETAMA ? rd_ring_new_ketama_with(members, n, &hooks, out)
+                                       : rd_ring_rebuild_with(old, members, n, vnodes, &hooks, out);
 }
 
 void rd_ring_delete(struct rd_ring *ring)

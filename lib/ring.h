@@ -24,6 +24,7 @@
 #ifndef RD_RING_H
 #define RD_RING_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,6 +106,16 @@ int rd_ring_rebuild(const struct rd_ring *old, const struct rd_ring_member *memb
  * RD_RING_MODE_KETAMA and rd_ring_vnodes() 0.
  */
 int rd_ring_new_ketama(const struct rd_ring_member *members, size_t n, struct rd_ring **out);
+/**
+ * For a build on a thread whose owner may stop wanting it: rd_ring_rebuild() in
+ * RD_RING_MODE_RINGD, rd_ring_new_ketama() in RD_RING_MODE_KETAMA (old and vnodes unused),
+ * that gives up once *abandon reads true. The flag is read between batches of 32 points
+ * and between the sort's groups, so the build stops within microseconds of CPU; then it
+ * returns RD_ECANCELED, *out is NULL and nothing is leaked. Otherwise it is the same call.
+ */
+int rd_ring_build_abandonable(const struct rd_ring *old, const struct rd_ring_member *members,
+                              size_t n, enum rd_ring_mode mode, uint32_t vnodes,
+                              const atomic_bool *abandon, struct rd_ring **out);
 /** Frees a ring. NULL is fine. */
 void rd_ring_delete(struct rd_ring *ring);
 

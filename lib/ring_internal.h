@@ -28,6 +28,8 @@ struct rd_ring_hooks {
      *  releases it with free()). */
     void *(*alloc)(size_t size, void *ctx);
     void *ctx; /**< passed to both */
+    /** rd_ring_build_abandonable()'s flag, or NULL. */
+    const atomic_bool *abandon;
 };
 
 /**
@@ -41,7 +43,8 @@ int rd_ring_new_with(const struct rd_ring_member *members, size_t n, uint32_t vn
 int rd_ring_rebuild_with(const struct rd_ring *old, const struct rd_ring_member *members, size_t n,
                          uint32_t vnodes, const struct rd_ring_hooks *hooks, struct rd_ring **out);
 
-/** rd_ring_new_ketama() with hooks (only `alloc` is used: the points are libmemcached's). */
+/** rd_ring_new_ketama() with hooks (only `alloc` and `abandon` are used: the points are
+ *  libmemcached's). */
 int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
                             const struct rd_ring_hooks *hooks, struct rd_ring **out);
 

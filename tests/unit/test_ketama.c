@@ -456,7 +456,7 @@ static void test_ketama_every_allocation_failure_is_enomem_and_leaks_nothing(voi
     int ok_at = -1;
     for (int k = 0; k < 16 && ok_at < 0; k++) {
         struct fail_after f = {k};
-        struct rd_ring_hooks h = {NULL, failing_alloc, &f};
+        struct rd_ring_hooks h = {NULL, failing_alloc, &f, NULL};
         struct rd_ring *r;
         int rc = rd_ring_new_ketama_with(vector_members, 3, &h, &r);
         if (rc == 0) {

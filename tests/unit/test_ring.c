@@ -902,7 +902,7 @@ static void test_ring_equal_points_go_to_the_smallest_name_whatever_the_input_or
     (void)state;
     static const char *orders[][4] = {
         {"b", "a", "ab", "c"}, {"c", "ab", "b", "a"}, {"a", "ab", "b", "c"}, {"ab", "c", "a", "b"}};
-    const struct rd_ring_hooks collide = {colliding_hash, NULL, NULL};
+    const struct rd_ring_hooks collide = {colliding_hash, NULL, NULL, NULL};
     struct rd_ring *first = NULL;
     for (size_t o = 0; o < 4; o++) {
         struct rd_ring_member m[4];
@@ -961,7 +961,7 @@ static void test_ring_crowded_points_sort_like_spread_ones(void **state)
     struct group g;
     group_fmt(&g, "node-%d", 0, 40);
     struct rd_ring *r = NULL;
-    const struct rd_ring_hooks crowd = {crowded_hash, NULL, NULL};
+    const struct rd_ring_hooks crowd = {crowded_hash, NULL, NULL, NULL};
     assert_int_equal(rd_ring_new_with(g.m, g.n, 512, &crowd, &r), 0);
     /* reference: the same points, sorted by qsort */
     size_t n = rd_ring_point_count(r);
@@ -1260,7 +1260,7 @@ static void test_ring_every_allocation_failure_is_enomem_and_leaks_nothing(void 
     int builds = 0, diffs = 0;
     for (int n = 0;; n++) {
         struct failing_alloc f = {n, 0};
-        const struct rd_ring_hooks h = {NULL, failing_malloc, &f};
+        const struct rd_ring_hooks h = {NULL, failing_malloc, &f, NULL};
         static char junk;
         struct rd_ring *r = (struct rd_ring *)&junk;
         int rc = rd_ring_new_with(a.m, a.n, 64, &h, &r);
@@ -1278,7 +1278,7 @@ static void test_ring_every_allocation_failure_is_enomem_and_leaks_nothing(void 
     for (int t = 0; t < 2; t++) { /* the walk over every point, then the sparse pass */
         for (int n = 0;; n++) {
             struct failing_alloc f = {n, 0};
-            const struct rd_ring_hooks h = {NULL, failing_malloc, &f};
+            const struct rd_ring_hooks h = {NULL, failing_malloc, &f, NULL};
             struct rd_ring_diff d;
             int rc = rd_ring_diff_with(ra, targets[t], SIZE_MAX, &h, &d);
             if (f.calls <= n) {

@@ -180,8 +180,8 @@ static struct rd_ring *rebuild_checked(const struct rd_ring *old, const struct r
                                        uint32_t vnodes, bool crowded, unsigned long *hashed)
 {
     struct hash_count full_count = {0, crowded}, inc_count = {0, crowded};
-    const struct rd_ring_hooks full_hooks = {counting_hash, NULL, &full_count};
-    const struct rd_ring_hooks inc_hooks = {counting_hash, NULL, &inc_count};
+    const struct rd_ring_hooks full_hooks = {counting_hash, NULL, &full_count, NULL};
+    const struct rd_ring_hooks inc_hooks = {counting_hash, NULL, &inc_count, NULL};
     struct rd_ring *full = NULL, *inc = NULL;
     assert_int_equal(rd_ring_new_with(r->m, r->n, vnodes, &full_hooks, &full), 0);
     assert_int_equal(rd_ring_rebuild_with(old, r->m, r->n, vnodes, &inc_hooks, &inc), 0);
@@ -406,7 +406,7 @@ static int fail_each_allocation(const struct rd_ring *old, const struct roster *
 {
     for (int n = 0;; n++) {
         struct failing_alloc f = {n, 0};
-        const struct rd_ring_hooks h = {NULL, failing_malloc, &f};
+        const struct rd_ring_hooks h = {NULL, failing_malloc, &f, NULL};
         static char junk;
         struct rd_ring *out = (struct rd_ring *)&junk;
         int rc = rd_ring_rebuild_with(old, r->m, r->n, 16, &h, &out);
@@ -422,6 +422,88 @@ static int fail_each_allocation(const struct rd_ring *old, const struct roster *
         assert_int_equal(rc, RD_ENOMEM);
         assert_null(out);
     }
+}
+
+/* A point hash that gives its build up (sets the abandon flag) at its `at`-th call. */
+struct abandoning_hash {
+    unsigned long calls, at;
+    bool crowded;
+    atomic_bool flag;
+};
+
+static uint64_t abandoning_hash(const char *name, size_t name_len, uint32_t i, void *ctx)
+{
+    struct abandoning_hash *c = ctx;
+    if (++c->calls == c->at) atomic_store(&c->flag, true);
+    uint64_t h = rd_ring_point_hash(name, name_len, i);
+    return c->crowded ? h >> 60 << 60 : h;
+}
+
+/* Builds r (from old: NULL for a full build) with the flag raised at hash `at`: the build
+ * stops within a batch of points, with RD_ECANCELED, no ring and (ASan) nothing leaked. */
+static void assert_abandoned_at(const struct rd_ring *old, const struct roster *r, unsigned long at,
+                                bool crowded)
+{
+    struct abandoning_hash c = {0, at, crowded, false};
+    const struct rd_ring_hooks h = {abandoning_hash, NULL, &c, &c.flag};
+    static char junk;
+    struct rd_ring *out = (struct rd_ring *)&junk;
+    int rc = old ? rd_ring_rebuild_with(old, r->m, r->n, 64, &h, &out)
+                 : rd_ring_new_with(r->m, r->n, 64, &h, &out);
+    assert_int_equal(rc, RD_ECANCELED);
+    assert_null(out);
+    assert_in_range(c.calls, at, at + 31); /* the rest of the batch it was raised in */
+}
+
+/*
+ * A build whose owner gives it up (rd_ring_build_abandonable) stops: in the full build
+ * (spread points, and crowded ones, which take the sort's slower second pass) and in the
+ * merge, early and at the very last point, each time with RD_ECANCELED, no ring and nothing
+ * leaked. A flag raised before the call stops it before the first point; one never raised
+ * changes nothing, in either mode.
+ */
+static void test_an_abandoned_build_stops_and_leaks_nothing(void **state)
+{
+    (void)state;
+    struct roster r;
+    roster_init(&r, 301);
+    roster_fill(&r, "node-%03d", 300, RD_WEIGHT_ONE);
+    unsigned long total = 300 * 64;
+    for (int crowded = 0; crowded < 2; crowded++) {
+        assert_abandoned_at(NULL, &r, 1, crowded);
+        assert_abandoned_at(NULL, &r, total / 2, crowded);
+        assert_abandoned_at(NULL, &r, total, crowded);
+    }
+    struct rd_ring *old = NULL;
+    assert_int_equal(rd_ring_new(r.m, r.n, 64, &old), 0);
+    roster_add(&r, "node-new", 2 * RD_WEIGHT_ONE); /* 128 fresh points, merged */
+    assert_abandoned_at(old, &r, 1, false);
+    assert_abandoned_at(old, &r, 128, false);
+
+    atomic_bool raised = true, lowered = false;
+    struct rd_ring *got = NULL, *want = NULL;
+    assert_int_equal(
+        rd_ring_build_abandonable(old, r.m, r.n, RD_RING_MODE_RINGD, 64, &raised, &got),
+        RD_ECANCELED);
+    assert_null(got);
+    assert_int_equal(
+        rd_ring_build_abandonable(old, r.m, r.n, RD_RING_MODE_KETAMA, 0, &raised, &got),
+        RD_ECANCELED);
+    assert_null(got);
+    assert_int_equal(
+        rd_ring_build_abandonable(old, r.m, r.n, RD_RING_MODE_RINGD, 64, &lowered, &got), 0);
+    assert_int_equal(rd_ring_new(r.m, r.n, 64, &want), 0);
+    assert_same_ring(want, got);
+    rd_ring_delete(got);
+    rd_ring_delete(want);
+    assert_int_equal(
+        rd_ring_build_abandonable(NULL, r.m, r.n, RD_RING_MODE_KETAMA, 0, &lowered, &got), 0);
+    assert_int_equal(rd_ring_new_ketama(r.m, r.n, &want), 0);
+    assert_same_ring(want, got);
+    rd_ring_delete(got);
+    rd_ring_delete(want);
+    rd_ring_delete(old);
+    roster_free(&r);
 }
 
 /* Asserts that two diffs are the same answer, bit for bit. */
@@ -448,7 +530,7 @@ static void run_diff_sequences(bool crowded)
     printf("seed %#llx (%s hashes)\n", (unsigned long long)seed, crowded ? "crowded" : "spread");
     rng_state = seed;
     diff_hash_count = (struct hash_count){0, crowded};
-    const struct rd_ring_hooks hooks = {counting_hash, NULL, &diff_hash_count};
+    const struct rd_ring_hooks hooks = {counting_hash, NULL, &diff_hash_count, NULL};
     static const uint32_t vnodes_set[] = {1, 8, 40};
     unsigned serial = 0, steps = 0, sparse = 0, moved = 0;
     for (int seq = 0; seq < 12; seq++) {
@@ -508,7 +590,7 @@ static uint64_t flat_hash(const char *name, size_t name_len, uint32_t i, void *c
 static void test_diff_over_a_ring_at_one_position_equals_the_walk(void **state)
 {
     (void)state;
-    const struct rd_ring_hooks hooks = {flat_hash, NULL, NULL};
+    const struct rd_ring_hooks hooks = {flat_hash, NULL, NULL, NULL};
     static const char *const joins[][2] = {{"fz", NULL}, {"fz", "s1"}, {"s1", NULL}};
     for (size_t c = 0; c < sizeof joins / sizeof joins[0]; c++) {
         struct roster r;
@@ -564,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_rebuild_across_the_point_limit),
         cmocka_unit_test(test_rebuild_refuses_what_rd_ring_new_refuses),
         cmocka_unit_test(test_rebuild_allocation_failure_is_enomem_and_leaks_nothing),
+        cmocka_unit_test(test_an_abandoned_build_stops_and_leaks_nothing),
         cmocka_unit_test(test_diff_by_the_changed_points_equals_the_walk),
         cmocka_unit_test(test_diff_over_a_ring_at_one_position_equals_the_walk),
     };
