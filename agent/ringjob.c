@@ -49,6 +49,7 @@ struct rd_ring_job *rd_ring_job_new(const struct rd_ring_member *members, size_t
         job->members[i].zone = copy_string(&at, members[i].zone);
         job->members[i].identity = copy_string(&at, members[i].identity);
     }
+    atomic_init(&job->abandon, false);
     job->n = n;
     job->mode = mode;
     job->vnodes = vnodes;
@@ -59,10 +60,15 @@ struct rd_ring_job *rd_ring_job_new(const struct rd_ring_member *members, size_t
 
 static void build_and_diff(struct rd_ring_job *job)
 {
-    job->rc = job->mode == RD_RING_MODE_KETAMA
-                  ? rd_ring_new_ketama(job->members, job->n, &job->ring)
-                  : rd_ring_rebuild(job->old, job->members, job->n, job->vnodes, &job->ring);
+    job->rc = rd_ring_build_abandonable(job->old, job->members, job->n, job->mode, job->vnodes,
+                                        &job->abandon, &job->ring);
     if (job->rc < 0) return;
+    if (atomic_load(&job->abandon)) { /* not worth a diff */
+        rd_ring_delete(job->ring);
+        job->ring = NULL;
+        job->rc = RD_ECANCELED;
+        return;
+    }
     job->same = job->old && rd_ring_checksum(job->ring) == rd_ring_checksum(job->old) &&
                 rd_ring_member_count(job->ring) == rd_ring_member_count(job->old);
     if (!job->same)
@@ -104,7 +110,7 @@ static void work(uv_work_t *req)
 static void after_work(uv_work_t *req, int status)
 {
     struct rd_ring_job *job = req->data;
-    if (status != 0) job->rc = RD_EIO; /* cancelled: never run */
+    if (status != 0) job->rc = RD_ECANCELED; /* withdrawn: never run */
     job->done(job);
 }
 
@@ -117,6 +123,16 @@ int rd_ring_job_queue(uv_loop_t *loop, struct rd_ring_job *job)
 {
     job->req.data = job;
     return uv_queue_work(loop, &job->req, work, after_work);
+}
+
+bool rd_ring_job_withdraw(struct rd_ring_job *job)
+{
+    return uv_cancel((uv_req_t *)&job->req) == 0;
+}
+
+void rd_ring_job_abandon(struct rd_ring_job *job)
+{
+    if (!rd_ring_job_withdraw(job)) atomic_store(&job->abandon, true);
 }
 
 static void shrink(uv_work_t *req)

@@ -12,10 +12,17 @@
  * loop while the job runs). It reads the agent's current ring as `old`, which the loop keeps
  * alive and unchanged until the job is done: one job at a time. It leaves the new ring, or
  * an error, and what moved, for the loop to publish.
+ *
+ * The loop can give a job up. One still queued when a newer member list is due is withdrawn
+ * unrun: on a crowded host a job waits seconds for its thread to get the CPU, and by then
+ * its list is stale. One running when the agent stops is abandoned: the ring code reads
+ * the job's flag as it goes (rd_ring_build_abandonable), so an agent that leaves exits
+ * without waiting for a low-priority build to finish on a host with no CPU to spare.
  */
 #ifndef RD_RINGJOB_H
 #define RD_RINGJOB_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,8 +42,9 @@ struct rd_ring_job {
     size_t max_moves; /**< moves the diff names (rd_ring_diff_top) */
     size_t n;         /**< members[0..n) */
     struct rd_ring_member *members;
+    atomic_bool abandon; /**< set by rd_ring_job_abandon, read by the build */
     /* what came of it: set by rd_ring_job_run */
-    int rc;                   /**< 0, or the build's error (ring NULL) */
+    int rc;                   /**< 0, or the build's error (ring NULL); RD_ECANCELED: given up */
     struct rd_ring *ring;     /**< the new ring; whoever takes it sets this to NULL */
     bool same;                /**< it places keys exactly as `old` (same checksum and size) */
     int diff_rc;              /**< 0, or the diff's error (diff empty) */
@@ -68,10 +76,16 @@ struct rd_ring_job *rd_ring_job_new(const struct rd_ring_member *members, size_t
 void rd_ring_job_run(struct rd_ring_job *job);
 /**
  * Runs the job on the loop's thread pool, then calls job->done on the loop's thread (with
- * the job run, or with rc = RD_EIO if it was cancelled). Returns 0, or libuv's error when it
- * could not be queued (then nothing is called).
+ * the job run, or with rc = RD_ECANCELED if it was given up). Returns 0, or libuv's error
+ * when it could not be queued (then nothing is called).
  */
 int rd_ring_job_queue(uv_loop_t *loop, struct rd_ring_job *job);
+/** On the loop's thread: withdraws a queued job that its thread has not started. True if it
+ *  was withdrawn (job->done then comes with RD_ECANCELED); false if it runs or has run. */
+bool rd_ring_job_withdraw(struct rd_ring_job *job);
+/** On the loop's thread: withdraws the job, or stops it if it is running. job->done comes as
+ *  usual: with RD_ECANCELED unless the job had already finished. */
+void rd_ring_job_abandon(struct rd_ring_job *job);
 /**
  * Queues rd_heap_shrink_own_arena() on the pool's thread, behind any job, then calls `done`
  * on the loop's thread; see heap.h for the steps around it. Returns 0, or libuv's error

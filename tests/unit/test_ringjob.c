@@ -5,6 +5,8 @@
  * rd_ring_rebuild()'s and rd_ring_diff_top()'s of the same list, though the strings it was
  * made from are overwritten while it runs; its end is reported on the loop's thread; a job
  * of the same placement says so instead of diffing, and one that cannot build says why.
+ * A job is given up as the agent gives it up: withdrawn while the pool's one thread is busy,
+ * it never runs; abandoned while it builds, it stops. Either way its end is reported.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,6 +120,89 @@ static void test_a_job_of_the_same_placement_says_so_and_diffs_nothing(void **st
     rd_ring_delete(old);
 }
 
+/* Holds the pool's one thread until `release` is posted, saying first that it holds it. */
+static uv_sem_t holding, release;
+static uv_work_t hold;
+
+static void hold_the_thread(uv_work_t *req)
+{
+    (void)req;
+    uv_sem_post(&holding);
+    uv_sem_wait(&release);
+}
+
+static void held(uv_work_t *req, int status)
+{
+    (void)req;
+    assert_int_equal(status, 0);
+}
+
+/* A loop whose pool thread is held; `job` queued behind, its end recorded in `seen`. */
+static void queue_behind_a_held_thread(uv_loop_t *loop, struct rd_ring_job *job)
+{
+    assert_int_equal(uv_loop_init(loop), 0);
+    assert_int_equal(uv_sem_init(&holding, 0), 0);
+    assert_int_equal(uv_sem_init(&release, 0), 0);
+    assert_int_equal(uv_queue_work(loop, &hold, hold_the_thread, held), 0);
+    uv_sem_wait(&holding);
+    assert_non_null(job);
+    job->done = on_done;
+    seen.calls = 0;
+    seen.loop_thread = pthread_self();
+    assert_int_equal(rd_ring_job_queue(loop, job), 0);
+}
+
+/* Runs the loop dry: the job ends once, given up, on the loop's thread. */
+static void assert_given_up(uv_loop_t *loop, struct rd_ring_job *job)
+{
+    assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(seen.calls, 1);
+    assert_true(seen.on_loop);
+    assert_int_equal(job->rc, RD_ECANCELED);
+    assert_null(job->ring);
+    assert_int_equal(uv_loop_close(loop), 0);
+    uv_sem_destroy(&holding);
+    uv_sem_destroy(&release);
+}
+
+static void test_a_queued_job_is_withdrawn_unrun(void **state)
+{
+    (void)state;
+    make_members();
+    uv_loop_t loop;
+    struct rd_ring_job *job =
+        rd_ring_job_new(members, MEMBERS, RD_RING_MODE_RINGD, VNODES, NULL, 16);
+    queue_behind_a_held_thread(&loop, job);
+    assert_true(rd_ring_job_withdraw(job));
+    uv_sem_post(&release);
+    assert_given_up(&loop, job);
+    assert_int_equal(job->cpu_ns, 0); /* it never ran */
+    rd_ring_job_free(job);
+}
+
+/* 8,000 members x 512: a build of 4M points, some 50 ms of CPU or (sanitized) far more. */
+#define BIG 8000
+
+static void test_a_running_job_abandoned_stops(void **state)
+{
+    (void)state;
+    static char big_names[BIG][16];
+    static struct rd_ring_member big[BIG];
+    for (int i = 0; i < BIG; i++) {
+        snprintf(big_names[i], sizeof big_names[i], "host-%d", i);
+        big[i] = (struct rd_ring_member){big_names[i], RD_WEIGHT_ONE, NULL, NULL};
+    }
+    uv_loop_t loop;
+    struct rd_ring_job *job = rd_ring_job_new(big, BIG, RD_RING_MODE_RINGD, 512, NULL, 16);
+    queue_behind_a_held_thread(&loop, job);
+    /* the thread takes the job as soon as it lets go: then the job is running */
+    uv_sem_post(&release);
+    uv_sleep(5);
+    rd_ring_job_abandon(job);
+    assert_given_up(&loop, job);
+    rd_ring_job_free(job);
+}
+
 static void test_a_job_that_cannot_build_reports_the_error(void **state)
 {
     (void)state;
@@ -141,10 +226,13 @@ static void test_a_job_that_cannot_build_reports_the_error(void **state)
 
 int main(void)
 {
+    rd_ring_job_pool_setup(); /* one pool thread, as in the agent */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_job_on_the_pool_builds_what_a_build_on_the_loop_builds),
         cmocka_unit_test(test_a_job_of_the_same_placement_says_so_and_diffs_nothing),
         cmocka_unit_test(test_a_job_that_cannot_build_reports_the_error),
+        cmocka_unit_test(test_a_queued_job_is_withdrawn_unrun),
+        cmocka_unit_test(test_a_running_job_abandoned_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
