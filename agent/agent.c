@@ -169,7 +169,7 @@ struct rd_agent {
     struct rd_addr snap_seeds[RD_JOIN_MAX]; /* the snapshot's seeds, after --join's */
     size_t nsnap_seeds;
     /* metrics: the counts only the agent sees, the endpoint, and the text buffer */
-    uint64_t rebuilds, builds_withdrawn, suspicions, bytes_in, bytes_out;
+    uint64_t rebuilds, suspicions, bytes_in, bytes_out;
     struct rd_metrics_histogram rebuild_seconds;
     double last_moved;
     struct rd_metrics_server *metrics; /* NULL without --metrics-addr */
@@ -402,24 +402,15 @@ static void on_trim_timer(uv_timer_t *t)
 }
 
 static void schedule_rebuild(struct rd_agent *a);
-static void start_ring_job(struct rd_agent *a);
 
 /* A job is done (on the loop): its ring is adopted, the next rebuild paced by the job's
- * CPU time from the start of this one, and one that was asked for meanwhile scheduled.
- * A job withdrawn unrun gives way at once to the build that replaces it. */
+ * CPU time from the start of this one, and one that was asked for meanwhile scheduled. */
 static void on_ring_job_done(struct rd_ring_job *job)
 {
     struct rd_agent *a = job->ctx;
     a->ring_job = NULL;
     if (a->closing) {
         rd_ring_job_free(job);
-        return;
-    }
-    if (job->rc == RD_ECANCELED) { /* withdrawn: the list that replaces it is due now */
-        a->builds_withdrawn++;
-        rd_ring_job_free(job);
-        a->rebuild_again = false;
-        if (!a->rebuild_pending) start_ring_job(a);
         return;
     }
     uint64_t cpu_ns = job->cpu_ns;
@@ -438,16 +429,8 @@ static void on_rebuild_timer(uv_timer_t *t)
     a->rebuild_pending = false;
     if (a->ring_job) { /* one job at a time: it reads the ring that the next one replaces */
         a->rebuild_again = true;
-        /* a job its thread has not started builds a stale list: it gives way to this one */
-        (void)rd_ring_job_withdraw(a->ring_job);
         return;
     }
-    start_ring_job(a);
-}
-
-/* A job of the member list as it is now, off the loop. */
-static void start_ring_job(struct rd_agent *a)
-{
     struct rd_ring_job *job = ring_job_of_members(a);
     if (!job) {
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
@@ -1577,7 +1560,6 @@ static const char *metrics_text(struct rd_agent *a, size_t *len)
     s->ring_version = a->ring_version;
     s->ring_checksum = rd_ring_checksum(a->ring);
     s->ring_rebuilds = a->rebuilds;
-    s->ring_builds_withdrawn = a->builds_withdrawn;
     s->rebuild_seconds = a->rebuild_seconds;
     s->ring_last_moved = a->last_moved;
     s->swim = *rd_swim_stats(a->swim);
@@ -1942,6 +1924,11 @@ int rd_agent_run(const struct rd_agent_config *config)
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
     a->closing = true;
+    /* The loop runs below until the build thread is done with its job: abandoned, at the
+     * loop's priority (ringjob.h), so that it does not wait on a starved nice-19 thread.
+     * Priority first: abandoning calls into the pool's queue. */
+    (void)rd_ring_pool_restore_priority();
+    if (a->ring_job) rd_ring_job_abandon(a->ring_job);
     rd_metrics_stop(a->metrics);
     if (a->query) rd_query_close(a->query);
     rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
@@ -1951,7 +1938,6 @@ out:
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);
-    if (a->ring_job) rd_ring_job_abandon(a->ring_job);
     while (a->ring_job) /* it reads a->ring: never freed under a running job */
         uv_run(a->loop, UV_RUN_ONCE);
     uv_loop_close(a->loop);

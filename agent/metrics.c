@@ -219,9 +219,6 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
            "The ring's checksum as a label; agents that agree show the same one.");
     emit(&o, "ringd_ring_info{checksum=\"%016" PRIx64 "\"} 1\n", s->ring_checksum);
     one(&o, "ringd_ring_rebuilds_total", "counter", "Ring rebuilds computed.", s->ring_rebuilds);
-    one(&o, "ringd_ring_builds_withdrawn_total", "counter",
-        "Ring builds withdrawn before they ran, for a newer member list.",
-        s->ring_builds_withdrawn);
     family(&o, "ringd_ring_rebuild_duration_seconds", "histogram", "Time one ring rebuild took.");
     for (size_t i = 0; i < RD_METRICS_REBUILD_BUCKETS; i++) {
         emit(&o, "ringd_ring_rebuild_duration_seconds_bucket{le=\"");

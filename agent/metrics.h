@@ -52,8 +52,7 @@ struct rd_metrics_sample {
     bool ready;
     uint64_t members[4]; /**< by status: alive, suspect, dead, left */
     uint64_t ring_points, ring_members, ring_version, ring_checksum;
-    uint64_t ring_rebuilds;         /**< rebuilds computed, whether or not placement changed */
-    uint64_t ring_builds_withdrawn; /**< builds given up unrun for a newer member list */
+    uint64_t ring_rebuilds; /**< rebuilds computed, whether or not placement changed */
     struct rd_metrics_histogram rebuild_seconds;
     double ring_last_moved;    /**< fraction of the key space the last change moved */
     struct rd_swim_stats swim; /**< the core's counters (packets, probes, syncs, ...) */

@@ -3,6 +3,7 @@
  */
 #include "ringjob.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -91,6 +92,9 @@ void rd_ring_job_run(struct rd_ring_job *job)
     job->run_ns = uv_hrtime() - t0;
 }
 
+/* The pool thread, once it has lowered itself (0 before). */
+static _Atomic pid_t pool_tid;
+
 /* A pool thread builds at the lowest priority (a Linux thread's own nice value): where
  * agents crowd the cores, builds take only the CPU that loops answering probes leave. */
 static void lower_this_thread(void)
@@ -98,7 +102,19 @@ static void lower_this_thread(void)
     static _Thread_local bool lowered;
     if (lowered) return;
     lowered = true;
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), RD_RING_JOB_NICE);
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    (void)setpriority(PRIO_PROCESS, (id_t)tid, RD_RING_JOB_NICE);
+    atomic_store(&pool_tid, tid);
+}
+
+int rd_ring_pool_restore_priority(void)
+{
+    pid_t tid = atomic_load(&pool_tid);
+    if (tid == 0) return 0;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0); /* the calling thread's */
+    if (nice == -1 && errno) return RD_EIO;
+    return setpriority(PRIO_PROCESS, (id_t)tid, nice) == 0 ? 0 : RD_EIO;
 }
 
 static void work(uv_work_t *req)

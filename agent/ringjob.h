@@ -13,11 +13,18 @@
  * alive and unchanged until the job is done: one job at a time. It leaves the new ring, or
  * an error, and what moved, for the loop to publish.
  *
- * The loop can give a job up. One still queued when a newer member list is due is withdrawn
- * unrun: on a crowded host a job waits seconds for its thread to get the CPU, and by then
- * its list is stale. One running when the agent stops is abandoned: the ring code reads
- * the job's flag as it goes (rd_ring_build_abandonable), so an agent that leaves exits
- * without waiting for a low-priority build to finish on a host with no CPU to spare.
+ * When the agent stops it gives its job up: the ring code reads the job's flag as it goes
+ * (rd_ring_build_abandonable), so an agent that leaves does not wait for a low-priority
+ * build to finish on a host with no CPU to spare; the thread first gets its priority back.
+ *
+ * The loop does not withdraw a queued job whose member list has gone stale, though on a
+ * crowded host a job waits seconds for its thread. That was tried (uv_cancel, then the
+ * current list queued): in a 1,000-agent storm agents went deaf for 20 s and more and the
+ * cluster logged 4,126 false deaths. The likely cause: every call into libuv's pool takes
+ * the pool's lock and signals its condition variable, either of which can wait for a
+ * nice-19 thread that the host does not schedule for tens of seconds. So the loop queues
+ * only when no job is in flight and the thread is back waiting, and gives the thread its
+ * priority back before the one call it makes into a busy pool, at the end.
  */
 #ifndef RD_RINGJOB_H
 #define RD_RINGJOB_H
@@ -92,6 +99,15 @@ void rd_ring_job_abandon(struct rd_ring_job *job);
  * (then nothing is called).
  */
 int rd_ring_pool_shrink(uv_loop_t *loop, uv_work_t *req, uv_after_work_cb done);
+/**
+ * At the agent's end, from the loop's thread: gives the pool thread the caller's priority
+ * back, so that what is left to wait for (an abandoned job seeing its flag, the thread's
+ * own exit, which libuv joins at process exit) does not wait for a nice-19 thread to be
+ * scheduled on a host with no CPU to spare: that took seconds, and 15 s and more in a
+ * storm. Raising a priority takes CAP_SYS_NICE or RLIMIT_NICE (systemd's LimitNICE=+0):
+ * without either it is RD_EIO and the thread stays at nice 19. 0 when no job ever ran.
+ */
+int rd_ring_pool_restore_priority(void);
 /** Frees the job, its copies, its diff, and its ring unless taken. NULL is fine. */
 void rd_ring_job_free(struct rd_ring_job *job);
 

@@ -29,7 +29,6 @@ static struct rd_metrics_sample sample(void)
                                   .ring_version = 4,
                                   .ring_checksum = 0xab,
                                   .ring_rebuilds = 5,
-                                  .ring_builds_withdrawn = 7,
                                   .ring_last_moved = 0.25,
                                   .swim = {.packets_in = 10,
                                            .packets_out = 11,
@@ -89,7 +88,6 @@ static void test_metrics_sample_lines(void **state)
     has_line(text, "ringd_ring_info{checksum=\"00000000000000ab\"} 1");
     has_line(text, "ringd_ring_points 1536");
     has_line(text, "ringd_ring_rebuilds_total 5");
-    has_line(text, "ringd_ring_builds_withdrawn_total 7");
     has_line(text, "ringd_ring_last_moved_ratio 0.25");
     has_line(text, "ringd_gossip_bytes_total{direction=\"out\"} 1100");
     has_line(text, "ringd_gossip_packets_dropped_total{reason=\"nokey\"} 12");

@@ -15,9 +15,11 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rd_err.h"
 #include "ring.h"
@@ -203,6 +205,60 @@ static void test_a_running_job_abandoned_stops(void **state)
     rd_ring_job_free(job);
 }
 
+/* How many of this process's threads run at nice 19 (/proc/self/task/.../stat, field 19). */
+static int threads_at_nice_19(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        const char *p = strrchr(buf, ')'); /* the name may hold spaces: fields follow it */
+        assert_non_null(p);
+        long nice = 0;
+        /* after ')': state is field 3, nice field 19 */
+        assert_int_equal(sscanf(p + 2,
+                                "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+                                "%*d %*d %ld",
+                                &nice),
+                         1);
+        count += nice == RD_RING_JOB_NICE;
+    }
+    closedir(d);
+    return count;
+}
+
+/* The pool thread builds at nice 19 and gets the caller's priority back at the end, where
+ * the process may raise a priority (root here; an unprivileged one is refused, RD_EIO). */
+static void test_the_pool_thread_gets_its_priority_back(void **state)
+{
+    (void)state;
+    make_members();
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    struct rd_ring_job *job =
+        rd_ring_job_new(members, MEMBERS, RD_RING_MODE_RINGD, VNODES, NULL, 16);
+    assert_non_null(job);
+    job->done = on_done;
+    assert_int_equal(rd_ring_job_queue(&loop, job), 0);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    rd_ring_job_free(job);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(threads_at_nice_19(), 1);
+    int rc = rd_ring_pool_restore_priority();
+    if (geteuid() == 0) assert_int_equal(rc, 0);
+    assert_int_equal(threads_at_nice_19(), rc == 0 ? 0 : 1);
+    if (rc != 0) assert_int_equal(rc, RD_EIO);
+}
+
 static void test_a_job_that_cannot_build_reports_the_error(void **state)
 {
     (void)state;
@@ -233,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_a_job_that_cannot_build_reports_the_error),
         cmocka_unit_test(test_a_queued_job_is_withdrawn_unrun),
         cmocka_unit_test(test_a_running_job_abandoned_stops),
+        cmocka_unit_test(test_the_pool_thread_gets_its_priority_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
