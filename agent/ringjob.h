@@ -17,14 +17,13 @@
  * (rd_ring_build_abandonable), so an agent that leaves does not wait for a low-priority
  * build to finish on a host with no CPU to spare; the thread first gets its priority back.
  *
- * The loop does not withdraw a queued job whose member list has gone stale, though on a
- * crowded host a job waits seconds for its thread. That was tried (uv_cancel, then the
- * current list queued): in a 1,000-agent storm agents went deaf for 20 s and more and the
- * cluster logged 4,126 false deaths. The likely cause: every call into libuv's pool takes
- * the pool's lock and signals its condition variable, either of which can wait for a
- * nice-19 thread that the host does not schedule for tens of seconds. So the loop queues
- * only when no job is in flight and the thread is back waiting, and gives the thread its
- * priority back before the one call it makes into a busy pool, at the end.
+ * The loop never withdraws a queued job whose member list has gone stale, though on a
+ * crowded host a job waits seconds for its thread: every call into libuv's pool takes the
+ * pool's lock and signals its condition variable, and either can wait for a nice-19 thread
+ * that the host does not schedule for tens of seconds, which leaves the loop deaf and its
+ * agent declared dead. So the loop queues only when no job is in flight and the thread is
+ * back waiting, and gives the thread its priority back before the one call it makes into
+ * a busy pool, at the end.
  */
 #ifndef RD_RINGJOB_H
 #define RD_RINGJOB_H
