@@ -21,7 +21,7 @@
  * time, not wall time: wall time also counts the other processes crowding the host, and
  * would hold back the ring of a hundred agents started together for rebuilds of a
  * millisecond or two; an allowance of charges, not of rebuilds, so that such a burst fits.
- * The build and its diff run on libuv's thread pool, one at a time (ringjob.c), and the
+ * The build and its diff run on a builder thread, one at a time (ringjob.c), and the
  * loop adopts the ring when the job is done: on a host crowded with agents a build of
  * 40 ms of CPU took 5 s of wall time, and an agent that built on its loop (a joiner's first
  * ring above all) answered no probe for those seconds and was declared dead. A thread that
@@ -110,8 +110,7 @@ struct rd_agent {
     uv_udp_t udp;
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
-    uv_work_t trim_work;         /* on_trim_timer's step on the ring-build thread (heap.h) */
-    bool trimming;               /* trim_work is queued */
+    bool trimming;               /* on_trim_timer's step on the builder thread is queued */
     uint64_t tick_due_ms;        /* when tick_timer is due: rd_swim_next_tick(), or now if past */
     struct rd_deafness deafness; /* the longest stretch the loop read no input, per tick */
     uv_timer_t snapshot_timer;   /* armed by a membership change, with --state-dir */
@@ -125,10 +124,13 @@ struct rd_agent {
     const char *ring_params_source;    /* "set", "default" or "adopted" (INFO) */
     struct rd_pace rebuild_pace;       /* when the next rebuild may run (pace.h) */
     bool rebuild_pending;              /* rebuild_timer is armed */
-    struct rd_ring_job *ring_job;      /* the build running off the loop (ringjob.h), or NULL */
+    struct rd_ring_builder builder;    /* builds rings off the loop (ringjob.h) */
+    bool builder_up;                   /* builder is initialised and its thread runs */
+    struct rd_ring_job *ring_job;      /* the build queued on the builder, or NULL */
     uint64_t ring_job_started_ms;
-    bool rebuild_again; /* a change came while a job ran: another rebuild once it is done */
-    bool closing;       /* the loop is shutting down: a job that ends now is dropped */
+    uint64_t rebuilds_skipped; /* lists the queued job gave way to since the last rebuild */
+    bool rebuild_again;        /* a change came while a job ran: another rebuild once it is done */
+    bool closing;              /* the loop is shutting down: a job that ends now is dropped */
     bool leaving, left, was_joined;
     /* Not ready (OWNER and friends get -NOTREADY, INFO ready:0) until was_joined: set when
      * the agent was told to join (--join), and by whatever else makes a lone agent's view
@@ -331,7 +333,8 @@ static void adopt_ring(struct rd_agent *a, struct rd_ring_job *job)
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
             RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d->moved),
             RD_FUINT("moves", d->npairs), RD_FSTR("largest_move", top),
-            RD_FDBL("cpu_ms", (double)job->cpu_ns / 1e6));
+            RD_FDBL("cpu_ms", (double)job->cpu_ns / 1e6), RD_FUINT("skipped", a->rebuilds_skipped));
+    a->rebuilds_skipped = 0;
     uint64_t budget, raw;
     if (rd_ring_scaled(ring, &budget, &raw))
         rd_logf(RD_LOG_WARN, "ring scaled to the point limit", RD_FUINT("raw_points", raw),
@@ -367,15 +370,23 @@ static void log_table_full(struct rd_agent *a)
     a->full_logged_count = refused;
 }
 
-/* The build thread has shrunk its arena (heap.h). A rebuild asked for meanwhile already
- * restored the policy; it runs, or waits, and the trim comes after it. */
-static void on_pool_shrunk(uv_work_t *req, int status)
+static void schedule_rebuild(struct rd_agent *a);
+
+/* The builder thread has shrunk its arena (heap.h). A rebuild asked for meanwhile already
+ * restored the policy; it was held back until now, and the trim comes after it. */
+static void on_heap_shrunk(struct rd_ring_job *job)
 {
-    (void)status;
-    struct rd_agent *a = req->data;
+    struct rd_agent *a = job->ctx;
+    rd_ring_job_free(job);
     a->trimming = false;
     rd_heap_keep_freed();
-    if (!a->ring_job && !a->rebuild_pending && !a->closing) rd_heap_release();
+    if (a->closing) return;
+    if (a->rebuild_again) {
+        a->rebuild_again = false;
+        schedule_rebuild(a);
+        return;
+    }
+    if (!a->rebuild_pending) rd_heap_release();
 }
 
 /*
@@ -390,18 +401,21 @@ static void on_pool_shrunk(uv_work_t *req, int status)
 static void on_trim_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
-    if (a->trimming) return;
+    if (a->trimming || a->ring_job) return; /* a job's end starts the timer again */
     rd_heap_trim_on_free();
-    a->trim_work.data = a;
-    if (rd_ring_pool_shrink(a->loop, &a->trim_work, on_pool_shrunk) == 0) {
+    struct rd_ring_job *job =
+        a->builder_up ? rd_ring_job_new(NULL, 0, a->ring_params.mode, 0, NULL, 0) : NULL;
+    if (job) {
+        job->work = rd_ring_job_shrink_heap;
+        job->done = on_heap_shrunk;
+        job->ctx = a;
         a->trimming = true;
+        (void)rd_ring_job_queue(&a->builder, job); /* idle: nothing else is queued */
         return;
     }
     rd_heap_keep_freed();
     rd_heap_release();
 }
-
-static void schedule_rebuild(struct rd_agent *a);
 
 /* A job is done (on the loop): its ring is adopted, the next rebuild paced by the job's
  * CPU time from the start of this one, and one that was asked for meanwhile scheduled. */
@@ -423,11 +437,17 @@ static void on_ring_job_done(struct rd_ring_job *job)
     }
 }
 
+/*
+ * One job at a time: it reads the ring that the next one replaces. A change that comes
+ * while the thread has not yet taken the job (on a crowded host it waits seconds for the
+ * CPU) puts the current member list in the job's place; one that comes while it runs, or
+ * while the thread shrinks its heap, waits for its end.
+ */
 static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    if (a->ring_job) { /* one job at a time: it reads the ring that the next one replaces */
+    if (a->trimming || (a->ring_job && !rd_ring_builder_queued(&a->builder))) {
         a->rebuild_again = true;
         return;
     }
@@ -438,13 +458,25 @@ static void on_rebuild_timer(uv_timer_t *t)
     }
     job->done = on_ring_job_done;
     job->ctx = a;
+    if (a->ring_job) {
+        struct rd_ring_job *stale = rd_ring_job_replace(&a->builder, job);
+        if (!stale) { /* taken meanwhile */
+            rd_ring_job_free(job);
+            a->rebuild_again = true;
+            return;
+        }
+        rd_ring_job_free(stale);
+        a->rebuilds_skipped++;
+        a->ring_job = job;
+        return; /* paced from when the first of them was queued */
+    }
     a->ring_job_started_ms = now_ms();
-    int rc = rd_ring_job_queue(a->loop, job);
-    if (rc < 0) { /* no pool: build here */
+    if (!a->builder_up) { /* no thread: build here */
         rd_ring_job_run(job);
         on_ring_job_done(job);
         return;
     }
+    (void)rd_ring_job_queue(&a->builder, job); /* idle: neither a job nor a trim is queued */
     a->ring_job = job;
 }
 
@@ -1737,6 +1769,18 @@ static void ignore_operator_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The builder thread, or (without one) builds on the loop, as at start. */
+static void start_builder(struct rd_agent *a)
+{
+    int rc = rd_ring_builder_init(&a->builder, a->loop);
+    if (rc == 0 && (rc = rd_ring_builder_start(&a->builder)) < 0)
+        rd_ring_builder_stop(&a->builder); /* closes what init opened */
+    a->builder_up = rc == 0;
+    if (rc < 0)
+        rd_logf(RD_LOG_WARN, "no ring builder thread: rings are built on the loop",
+                RD_FSTR("error", rc == RD_EIO ? strerror(errno) : uv_strerror(rc)));
+}
+
 int rd_agent_run(const struct rd_agent_config *config)
 {
     /* A reload request never stops the agent: ignored until on_sighup is in place, and
@@ -1744,7 +1788,6 @@ int rd_agent_run(const struct rd_agent_config *config)
     signal(SIGHUP, SIG_IGN);
     ignore_operator_signals();
     rd_heap_keep_freed();
-    rd_ring_job_pool_setup();
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,
@@ -1760,6 +1803,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->loop = uv_default_loop();
     a->start_ms = now_ms();
     uv_loop_configure(a->loop, UV_METRICS_IDLE_TIME); /* for rd_deafness */
+    start_builder(a);
     char err[512];
     int rc = RD_ENOMEM;
     a->rx_members = malloc(RD_PACKET_MAX_MEMBERS * sizeof *a->rx_members);
@@ -1924,11 +1968,9 @@ int rd_agent_run(const struct rd_agent_config *config)
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
     a->closing = true;
-    /* The loop runs below until the build thread is done with its job: abandoned, at the
-     * loop's priority (ringjob.h), so that it does not wait on a starved nice-19 thread.
-     * Priority first: abandoning calls into the pool's queue. */
-    (void)rd_ring_pool_restore_priority();
-    if (a->ring_job) rd_ring_job_abandon(a->ring_job);
+    /* The builder's job is given up and its thread joined, at the loop's priority
+     * (ringjob.h), so that the exit does not wait on a starved nice-19 thread. */
+    if (a->builder_up) rd_ring_builder_stop(&a->builder);
     rd_metrics_stop(a->metrics);
     if (a->query) rd_query_close(a->query);
     rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
@@ -1938,8 +1980,6 @@ out:
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);
-    while (a->ring_job) /* it reads a->ring: never freed under a running job */
-        uv_run(a->loop, UV_RUN_ONCE);
     uv_loop_close(a->loop);
     rd_swim_delete(a->swim);
     rd_ring_delete(a->ring);

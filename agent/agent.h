@@ -19,8 +19,8 @@
  *     │     └─► addr.c  "host:port" text, rd_addr <-> sockaddr
  *     ├─► snapshot.c  the member table kept in --state-dir across restarts: its
  *     │               bytes, and saving and reading the file
- *     ├─► ringjob.c a ring build and its diff on libuv's thread pool; pace.c says
- *     │             when the next may start
+ *     ├─► ringjob.c a ring build and its diff on a builder thread of its own; pace.c
+ *     │             says when the next may start
  *     ├─► deafness.c  the longest stretch the loop went without reading input, which
  *     │               the tick counts as lag
  *     ├─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)

@@ -4,7 +4,9 @@
 #include "ringjob.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,6 +53,7 @@ struct rd_ring_job *rd_ring_job_new(const struct rd_ring_member *members, size_t
         job->members[i].identity = copy_string(&at, members[i].identity);
     }
     atomic_init(&job->abandon, false);
+    job->work = rd_ring_job_run;
     job->n = n;
     job->mode = mode;
     job->vnodes = vnodes;
@@ -92,24 +95,152 @@ void rd_ring_job_run(struct rd_ring_job *job)
     job->run_ns = uv_hrtime() - t0;
 }
 
-/* The pool thread, once it has lowered itself (0 before). */
-static _Atomic pid_t pool_tid;
-
-/* A pool thread builds at the lowest priority (a Linux thread's own nice value): where
- * agents crowd the cores, builds take only the CPU that loops answering probes leave. */
-static void lower_this_thread(void)
+void rd_ring_job_shrink_heap(struct rd_ring_job *job)
 {
-    static _Thread_local bool lowered;
-    if (lowered) return;
-    lowered = true;
-    pid_t tid = (pid_t)syscall(SYS_gettid);
-    (void)setpriority(PRIO_PROCESS, (id_t)tid, RD_RING_JOB_NICE);
-    atomic_store(&pool_tid, tid);
+    rd_heap_shrink_own_arena();
+    job->rc = 0;
 }
 
-int rd_ring_pool_restore_priority(void)
+/* The builder thread builds at the lowest priority (a Linux thread's own nice value): where
+ * agents crowd the cores, builds take only the CPU that loops answering probes leave. */
+static void lower_this_thread(struct rd_ring_builder *b)
 {
-    pid_t tid = atomic_load(&pool_tid);
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    (void)setpriority(PRIO_PROCESS, (id_t)tid, RD_RING_JOB_NICE);
+    atomic_store(&b->tid, tid);
+}
+
+static void signal_fd(int fd)
+{
+    uint64_t one = 1;
+    ssize_t w;
+    do
+        w = write(fd, &one, sizeof one);
+    while (w < 0 && errno == EINTR);
+    /* an eventfd refuses a write only when its counter would overflow: it is readable then */
+}
+
+/* The thread: sleeps on wake_fd, takes the queued job, runs it, and hands it back. */
+static void *builder_main(void *arg)
+{
+    struct rd_ring_builder *b = arg;
+    lower_this_thread(b);
+    for (;;) {
+        uint64_t count;
+        if (read(b->wake_fd, &count, sizeof count) < 0 && errno == EINTR) continue;
+        if (atomic_load(&b->stop)) return NULL;
+        struct rd_ring_job *job = atomic_exchange(&b->next, NULL);
+        if (!job) continue; /* withdrawn before it was taken */
+        if (atomic_load(&job->abandon))
+            job->rc = RD_ECANCELED;
+        else
+            job->work(job);
+        atomic_store(&b->finished, job);
+        signal_fd(b->done_fd);
+    }
+}
+
+/* The current job ends on the loop: the poll stops (it kept the loop alive meanwhile). */
+static void report(struct rd_ring_builder *b, struct rd_ring_job *job)
+{
+    b->current = NULL;
+    uv_poll_stop(&b->poll);
+    job->done(job);
+}
+
+static void on_done_fd(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct rd_ring_builder *b = poll->data;
+    uint64_t count;
+    while (read(b->done_fd, &count, sizeof count) < 0 && errno == EINTR) {
+    }
+    struct rd_ring_job *job = atomic_exchange(&b->finished, NULL);
+    if (job) report(b, job);
+}
+
+int rd_ring_builder_init(struct rd_ring_builder *b, uv_loop_t *loop)
+{
+    *b = (struct rd_ring_builder){.wake_fd = -1, .done_fd = -1};
+    atomic_init(&b->next, NULL);
+    atomic_init(&b->finished, NULL);
+    atomic_init(&b->stop, false);
+    atomic_init(&b->tid, 0);
+    b->wake_fd = eventfd(0, EFD_CLOEXEC);
+    b->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int rc = b->wake_fd < 0 || b->done_fd < 0 ? RD_EIO : 0;
+    if (rc == 0) rc = uv_poll_init(loop, &b->poll, b->done_fd);
+    if (rc != 0) {
+        int saved = errno;
+        if (b->wake_fd >= 0) close(b->wake_fd);
+        if (b->done_fd >= 0) close(b->done_fd);
+        errno = saved;
+        return rc;
+    }
+    b->poll.data = b;
+    return 0;
+}
+
+int rd_ring_builder_start(struct rd_ring_builder *b)
+{
+    /* the thread takes no signal: they are the loop's (uv_signal_t) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&b->thread, NULL, builder_main, b);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        errno = rc;
+        return RD_EIO;
+    }
+    b->started = true;
+    return 0;
+}
+
+bool rd_ring_builder_idle(const struct rd_ring_builder *b)
+{
+    return b->current == NULL;
+}
+
+int rd_ring_job_queue(struct rd_ring_builder *b, struct rd_ring_job *job)
+{
+    if (b->current) return RD_EEXIST;
+    b->current = job;
+    uv_poll_start(&b->poll, UV_READABLE, on_done_fd);
+    atomic_store(&b->next, job);
+    signal_fd(b->wake_fd);
+    return 0;
+}
+
+bool rd_ring_builder_queued(const struct rd_ring_builder *b)
+{
+    return b->current && atomic_load(&b->next) == b->current;
+}
+
+struct rd_ring_job *rd_ring_job_replace(struct rd_ring_builder *b, struct rd_ring_job *newer)
+{
+    struct rd_ring_job *older = b->current;
+    if (!older || !atomic_compare_exchange_strong(&b->next, &older, newer)) return NULL;
+    b->current = newer;
+    return older;
+}
+
+void rd_ring_builder_abandon(struct rd_ring_builder *b)
+{
+    struct rd_ring_job *job = b->current;
+    if (!job) return;
+    atomic_store(&job->abandon, true);
+    struct rd_ring_job *expected = job;
+    if (atomic_compare_exchange_strong(&b->next, &expected, NULL)) { /* never taken */
+        job->rc = RD_ECANCELED;
+        report(b, job);
+    }
+}
+
+int rd_ring_builder_restore_priority(struct rd_ring_builder *b)
+{
+    pid_t tid = atomic_load(&b->tid);
     if (tid == 0) return 0;
     errno = 0;
     int nice = getpriority(PRIO_PROCESS, 0); /* the calling thread's */
@@ -117,49 +248,29 @@ int rd_ring_pool_restore_priority(void)
     return setpriority(PRIO_PROCESS, (id_t)tid, nice) == 0 ? 0 : RD_EIO;
 }
 
-static void work(uv_work_t *req)
+static void on_poll_closed(uv_handle_t *h)
 {
-    lower_this_thread();
-    rd_ring_job_run(req->data);
+    struct rd_ring_builder *b = h->data;
+    close(b->wake_fd);
+    close(b->done_fd);
+    b->wake_fd = b->done_fd = -1;
 }
 
-static void after_work(uv_work_t *req, int status)
+void rd_ring_builder_stop(struct rd_ring_builder *b)
 {
-    struct rd_ring_job *job = req->data;
-    if (status != 0) job->rc = RD_ECANCELED; /* withdrawn: never run */
-    job->done(job);
-}
-
-void rd_ring_job_pool_setup(void)
-{
-    setenv("UV_THREADPOOL_SIZE", "1", 1); /* read by libuv at the first uv_queue_work */
-}
-
-int rd_ring_job_queue(uv_loop_t *loop, struct rd_ring_job *job)
-{
-    job->req.data = job;
-    return uv_queue_work(loop, &job->req, work, after_work);
-}
-
-bool rd_ring_job_withdraw(struct rd_ring_job *job)
-{
-    return uv_cancel((uv_req_t *)&job->req) == 0;
-}
-
-void rd_ring_job_abandon(struct rd_ring_job *job)
-{
-    if (!rd_ring_job_withdraw(job)) atomic_store(&job->abandon, true);
-}
-
-static void shrink(uv_work_t *req)
-{
-    (void)req;
-    rd_heap_shrink_own_arena();
-}
-
-int rd_ring_pool_shrink(uv_loop_t *loop, uv_work_t *req, uv_after_work_cb done)
-{
-    return uv_queue_work(loop, req, shrink, done);
+    if (b->started && !b->stopped) {
+        (void)rd_ring_builder_restore_priority(b);
+        rd_ring_builder_abandon(b);
+        atomic_store(&b->stop, true);
+        signal_fd(b->wake_fd);
+        pthread_join(b->thread, NULL);
+        b->stopped = true;
+    } else {
+        rd_ring_builder_abandon(b); /* no thread: a queued job was never taken */
+    }
+    struct rd_ring_job *job = atomic_exchange(&b->finished, NULL);
+    if (job) report(b, job); /* it ended before its wake-up reached the loop */
+    if (!uv_is_closing((uv_handle_t *)&b->poll)) uv_close((uv_handle_t *)&b->poll, on_poll_closed);
 }
 
 void rd_ring_job_free(struct rd_ring_job *job)

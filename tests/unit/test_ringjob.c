@@ -1,12 +1,12 @@
 /*
  * test_ringjob.c — a ring build off the loop (agent/ringjob.h) gives what a build on it gives.
  *
- * A real libuv loop and its real thread pool: the job's ring and diff must equal
+ * A real libuv loop and a real builder thread: the job's ring and diff must equal
  * rd_ring_rebuild()'s and rd_ring_diff_top()'s of the same list, though the strings it was
  * made from are overwritten while it runs; its end is reported on the loop's thread; a job
  * of the same placement says so instead of diffing, and one that cannot build says why.
- * A job is given up as the agent gives it up: withdrawn while the pool's one thread is busy,
- * it never runs; abandoned while it builds, it stops. Either way its end is reported.
+ * A job the thread has not taken gives way to a newer one, or is given up unrun; a job
+ * given up while it builds stops, and stopping the builder reports it before it returns.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,21 +40,55 @@ static void make_members(void)
     }
 }
 
-/* What the job's done callback saw. */
-static struct {
+/* What the done callbacks saw. */
+struct seen {
     int calls;
     bool on_loop; /* it ran on the thread that runs the loop */
     pthread_t loop_thread;
-} seen;
+    struct rd_ring_job *last;
+};
+static struct seen seen;
 
 static void on_done(struct rd_ring_job *job)
 {
-    (void)job;
     seen.calls++;
     seen.on_loop = pthread_equal(pthread_self(), seen.loop_thread);
+    seen.last = job;
 }
 
-static void test_a_job_on_the_pool_builds_what_a_build_on_the_loop_builds(void **state)
+/* A loop with a builder on it; its thread started when `start`. */
+static void open_builder(uv_loop_t *loop, struct rd_ring_builder *b, bool start)
+{
+    assert_int_equal(uv_loop_init(loop), 0);
+    assert_int_equal(rd_ring_builder_init(b, loop), 0);
+    if (start) assert_int_equal(rd_ring_builder_start(b), 0);
+    seen = (struct seen){.loop_thread = pthread_self()};
+}
+
+/* Stops the builder, then runs the loop dry and closes it: nothing is left on it. */
+static void close_builder(uv_loop_t *loop, struct rd_ring_builder *b)
+{
+    rd_ring_builder_stop(b);
+    assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(loop), 0);
+}
+
+static struct rd_ring_job *job_of(const struct rd_ring_member *list, size_t n,
+                                  const struct rd_ring *old)
+{
+    struct rd_ring_job *job = rd_ring_job_new(list, n, RD_RING_MODE_RINGD, VNODES, old, 16);
+    assert_non_null(job);
+    job->done = on_done;
+    return job;
+}
+
+static void assert_same_ring(const struct rd_ring *got, const struct rd_ring *want)
+{
+    assert_int_equal(rd_ring_checksum(got), rd_ring_checksum(want));
+    assert_int_equal(rd_ring_point_count(got), rd_ring_point_count(want));
+}
+
+static void test_a_job_on_the_builder_builds_what_a_build_on_the_loop_builds(void **state)
 {
     (void)state;
     make_members();
@@ -65,26 +99,26 @@ static void test_a_job_on_the_pool_builds_what_a_build_on_the_loop_builds(void *
     assert_int_equal(rd_ring_diff_top(old, want, 16, &want_diff), 0);
 
     uv_loop_t loop;
-    assert_int_equal(uv_loop_init(&loop), 0);
-    seen.calls = 0;
-    seen.loop_thread = pthread_self();
-    struct rd_ring_job *job =
-        rd_ring_job_new(members, MEMBERS + 1, RD_RING_MODE_RINGD, VNODES, old, 16);
-    assert_non_null(job);
+    struct rd_ring_builder b;
+    open_builder(&loop, &b, true);
+    struct rd_ring_job *job = job_of(members, MEMBERS + 1, old);
     /* the table's strings change on the loop once the job is made: the job has its own */
     for (int i = 0; i <= MEMBERS; i++) {
         memset(names[i], 'x', sizeof names[i] - 1);
         memset(zones[i], 'y', sizeof zones[i] - 1);
     }
-    job->done = on_done;
-    assert_int_equal(rd_ring_job_queue(&loop, job), 0);
+    assert_true(rd_ring_builder_idle(&b));
+    assert_int_equal(rd_ring_job_queue(&b, job), 0);
+    assert_false(rd_ring_builder_idle(&b));
+    assert_int_equal(rd_ring_job_queue(&b, job), RD_EEXIST); /* one at a time */
+    /* the loop stays up while the job is out, and runs dry once it is reported */
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(seen.calls, 1);
     assert_true(seen.on_loop);
+    assert_true(rd_ring_builder_idle(&b));
     assert_int_equal(job->rc, 0);
     assert_false(job->same);
-    assert_int_equal(rd_ring_checksum(job->ring), rd_ring_checksum(want));
-    assert_int_equal(rd_ring_point_count(job->ring), rd_ring_point_count(want));
+    assert_same_ring(job->ring, want);
     assert_int_equal(job->diff_rc, 0);
     assert_true(job->diff.moved == want_diff.moved);
     assert_int_equal(job->diff.npairs, want_diff.npairs);
@@ -98,7 +132,16 @@ static void test_a_job_on_the_pool_builds_what_a_build_on_the_loop_builds(void *
     assert_true(job->cpu_ns > 0);
     rd_ring_job_free(job);
 
-    assert_int_equal(uv_loop_close(&loop), 0);
+    /* the thread takes the next job as it took the first */
+    make_members();
+    job = job_of(members, MEMBERS, NULL);
+    assert_int_equal(rd_ring_job_queue(&b, job), 0);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(seen.calls, 2);
+    assert_same_ring(job->ring, old);
+    rd_ring_job_free(job);
+
+    close_builder(&loop, &b);
     rd_ring_diff_destroy(&want_diff);
     rd_ring_delete(old);
     rd_ring_delete(want);
@@ -122,87 +165,128 @@ static void test_a_job_of_the_same_placement_says_so_and_diffs_nothing(void **st
     rd_ring_delete(old);
 }
 
-/* Holds the pool's one thread until `release` is posted, saying first that it holds it. */
-static uv_sem_t holding, release;
-static uv_work_t hold;
-
-static void hold_the_thread(uv_work_t *req)
-{
-    (void)req;
-    uv_sem_post(&holding);
-    uv_sem_wait(&release);
-}
-
-static void held(uv_work_t *req, int status)
-{
-    (void)req;
-    assert_int_equal(status, 0);
-}
-
-/* A loop whose pool thread is held; `job` queued behind, its end recorded in `seen`. */
-static void queue_behind_a_held_thread(uv_loop_t *loop, struct rd_ring_job *job)
-{
-    assert_int_equal(uv_loop_init(loop), 0);
-    assert_int_equal(uv_sem_init(&holding, 0), 0);
-    assert_int_equal(uv_sem_init(&release, 0), 0);
-    assert_int_equal(uv_queue_work(loop, &hold, hold_the_thread, held), 0);
-    uv_sem_wait(&holding);
-    assert_non_null(job);
-    job->done = on_done;
-    seen.calls = 0;
-    seen.loop_thread = pthread_self();
-    assert_int_equal(rd_ring_job_queue(loop, job), 0);
-}
-
-/* Runs the loop dry: the job ends once, given up, on the loop's thread. */
-static void assert_given_up(uv_loop_t *loop, struct rd_ring_job *job)
-{
-    assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
-    assert_int_equal(seen.calls, 1);
-    assert_true(seen.on_loop);
-    assert_int_equal(job->rc, RD_ECANCELED);
-    assert_null(job->ring);
-    assert_int_equal(uv_loop_close(loop), 0);
-    uv_sem_destroy(&holding);
-    uv_sem_destroy(&release);
-}
-
-static void test_a_queued_job_is_withdrawn_unrun(void **state)
+/* The thread is not started, so the queued job waits untaken, as it waits on a host that
+ * does not schedule the thread: a newer list takes its place, and only the newer is built. */
+static void test_a_job_not_yet_taken_gives_way_to_a_newer_one(void **state)
 {
     (void)state;
     make_members();
     uv_loop_t loop;
-    struct rd_ring_job *job =
-        rd_ring_job_new(members, MEMBERS, RD_RING_MODE_RINGD, VNODES, NULL, 16);
-    queue_behind_a_held_thread(&loop, job);
-    assert_true(rd_ring_job_withdraw(job));
-    uv_sem_post(&release);
-    assert_given_up(&loop, job);
-    assert_int_equal(job->cpu_ns, 0); /* it never ran */
+    struct rd_ring_builder b;
+    open_builder(&loop, &b, false);
+    struct rd_ring_job *stale = job_of(members, MEMBERS, NULL);
+    struct rd_ring_job *newer = job_of(members, MEMBERS + 1, NULL);
+    assert_int_equal(rd_ring_job_queue(&b, stale), 0);
+    assert_true(rd_ring_builder_queued(&b));
+    assert_ptr_equal(rd_ring_job_replace(&b, newer), stale);
+    assert_int_equal(stale->cpu_ns, 0); /* never run, and its done never called */
+    assert_null(stale->ring);
+    rd_ring_job_free(stale);
+    assert_int_equal(rd_ring_builder_start(&b), 0);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(seen.calls, 1);
+    assert_ptr_equal(seen.last, newer);
+    assert_int_equal(newer->rc, 0);
+    assert_int_equal(rd_ring_member_count(newer->ring), MEMBERS + 1);
+    assert_false(rd_ring_builder_queued(&b));
+    assert_null(rd_ring_job_replace(&b, newer)); /* nothing queued: nothing to replace */
+    rd_ring_job_free(newer);
+    close_builder(&loop, &b);
+}
+
+static void test_a_job_not_yet_taken_is_given_up_unrun(void **state)
+{
+    (void)state;
+    make_members();
+    uv_loop_t loop;
+    struct rd_ring_builder b;
+    open_builder(&loop, &b, false);
+    struct rd_ring_job *job = job_of(members, MEMBERS, NULL);
+    assert_int_equal(rd_ring_job_queue(&b, job), 0);
+    rd_ring_builder_abandon(&b);
+    assert_int_equal(seen.calls, 1); /* at once, on the loop's thread */
+    assert_true(seen.on_loop);
+    assert_int_equal(job->rc, RD_ECANCELED);
+    assert_int_equal(job->cpu_ns, 0);
+    assert_true(rd_ring_builder_idle(&b));
     rd_ring_job_free(job);
+    assert_int_equal(rd_ring_builder_start(&b), 0);
+    close_builder(&loop, &b);
+    assert_int_equal(seen.calls, 1);
 }
 
 /* 8,000 members x 512: a build of 4M points, some 50 ms of CPU or (sanitized) far more. */
 #define BIG 8000
+static char big_names[BIG][16];
+static struct rd_ring_member big[BIG];
+static uv_sem_t running;
 
-static void test_a_running_job_abandoned_stops(void **state)
+/* A job's work that says, on the builder thread, that it has begun. */
+static void run_and_say_so(struct rd_ring_job *job)
 {
-    (void)state;
-    static char big_names[BIG][16];
-    static struct rd_ring_member big[BIG];
+    uv_sem_post(&running);
+    rd_ring_job_run(job);
+}
+
+/* A big job queued on a started builder; returns once the thread runs it. */
+static struct rd_ring_job *big_job_running(struct rd_ring_builder *b)
+{
     for (int i = 0; i < BIG; i++) {
         snprintf(big_names[i], sizeof big_names[i], "host-%d", i);
         big[i] = (struct rd_ring_member){big_names[i], RD_WEIGHT_ONE, NULL, NULL};
     }
-    uv_loop_t loop;
     struct rd_ring_job *job = rd_ring_job_new(big, BIG, RD_RING_MODE_RINGD, 512, NULL, 16);
-    queue_behind_a_held_thread(&loop, job);
-    /* the thread takes the job as soon as it lets go: then the job is running */
-    uv_sem_post(&release);
-    uv_sleep(5);
-    rd_ring_job_abandon(job);
-    assert_given_up(&loop, job);
+    assert_non_null(job);
+    job->done = on_done;
+    job->work = run_and_say_so;
+    assert_int_equal(uv_sem_init(&running, 0), 0);
+    assert_int_equal(rd_ring_job_queue(b, job), 0);
+    uv_sem_wait(&running);
+    uv_sem_destroy(&running);
+    return job;
+}
+
+static void test_a_running_job_given_up_stops(void **state)
+{
+    (void)state;
+    make_members();
+    uv_loop_t loop;
+    struct rd_ring_builder b;
+    open_builder(&loop, &b, true);
+    struct rd_ring_job *job = big_job_running(&b);
+    assert_false(rd_ring_builder_queued(&b)); /* taken: it can no longer give way */
+    struct rd_ring_job *newer = job_of(members, MEMBERS, NULL);
+    assert_null(rd_ring_job_replace(&b, newer));
+    rd_ring_job_free(newer);
+    rd_ring_builder_abandon(&b);
+    assert_int_equal(seen.calls, 0); /* it ends on the thread, and is reported by the loop */
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(seen.calls, 1);
+    assert_true(seen.on_loop);
+    assert_int_equal(job->rc, RD_ECANCELED);
+    assert_null(job->ring);
+    assert_true(job->cpu_ns > 0); /* it ran: given up while running, not withdrawn */
     rd_ring_job_free(job);
+    close_builder(&loop, &b);
+}
+
+/* The agent's end: stopping the builder gives its job up, joins the thread, and reports the
+ * job before it returns, with no loop run. */
+static void test_stopping_the_builder_reports_its_job(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    struct rd_ring_builder b;
+    open_builder(&loop, &b, true);
+    struct rd_ring_job *job = big_job_running(&b);
+    rd_ring_builder_stop(&b);
+    assert_int_equal(seen.calls, 1);
+    assert_true(seen.on_loop);
+    assert_int_equal(job->rc, RD_ECANCELED);
+    assert_true(rd_ring_builder_idle(&b));
+    rd_ring_job_free(job);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 /* How many of this process's threads run at nice 19 (/proc/self/task/.../stat, field 19). */
@@ -236,27 +320,25 @@ static int threads_at_nice_19(void)
     return count;
 }
 
-/* The pool thread builds at nice 19 and gets the caller's priority back at the end, where
+/* The builder thread builds at nice 19 and gets the caller's priority back at the end, where
  * the process may raise a priority (root here; an unprivileged one is refused, RD_EIO). */
-static void test_the_pool_thread_gets_its_priority_back(void **state)
+static void test_the_builder_thread_gets_its_priority_back(void **state)
 {
     (void)state;
     make_members();
     uv_loop_t loop;
-    assert_int_equal(uv_loop_init(&loop), 0);
-    struct rd_ring_job *job =
-        rd_ring_job_new(members, MEMBERS, RD_RING_MODE_RINGD, VNODES, NULL, 16);
-    assert_non_null(job);
-    job->done = on_done;
-    assert_int_equal(rd_ring_job_queue(&loop, job), 0);
+    struct rd_ring_builder b;
+    open_builder(&loop, &b, true);
+    struct rd_ring_job *job = job_of(members, MEMBERS, NULL);
+    assert_int_equal(rd_ring_job_queue(&b, job), 0);
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     rd_ring_job_free(job);
-    assert_int_equal(uv_loop_close(&loop), 0);
     assert_int_equal(threads_at_nice_19(), 1);
-    int rc = rd_ring_pool_restore_priority();
+    int rc = rd_ring_builder_restore_priority(&b);
     if (geteuid() == 0) assert_int_equal(rc, 0);
     assert_int_equal(threads_at_nice_19(), rc == 0 ? 0 : 1);
     if (rc != 0) assert_int_equal(rc, RD_EIO);
+    close_builder(&loop, &b);
 }
 
 static void test_a_job_that_cannot_build_reports_the_error(void **state)
@@ -282,14 +364,15 @@ static void test_a_job_that_cannot_build_reports_the_error(void **state)
 
 int main(void)
 {
-    rd_ring_job_pool_setup(); /* one pool thread, as in the agent */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_job_on_the_pool_builds_what_a_build_on_the_loop_builds),
+        cmocka_unit_test(test_a_job_on_the_builder_builds_what_a_build_on_the_loop_builds),
         cmocka_unit_test(test_a_job_of_the_same_placement_says_so_and_diffs_nothing),
         cmocka_unit_test(test_a_job_that_cannot_build_reports_the_error),
-        cmocka_unit_test(test_a_queued_job_is_withdrawn_unrun),
-        cmocka_unit_test(test_a_running_job_abandoned_stops),
-        cmocka_unit_test(test_the_pool_thread_gets_its_priority_back),
+        cmocka_unit_test(test_a_job_not_yet_taken_gives_way_to_a_newer_one),
+        cmocka_unit_test(test_a_job_not_yet_taken_is_given_up_unrun),
+        cmocka_unit_test(test_a_running_job_given_up_stops),
+        cmocka_unit_test(test_stopping_the_builder_reports_its_job),
+        cmocka_unit_test(test_the_builder_thread_gets_its_priority_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
