@@ -105,6 +105,7 @@ void rd_ring_job_shrink_heap(struct rd_ring_job *job)
  * agents crowd the cores, builds take only the CPU that loops answering probes leave. */
 static void lower_this_thread(struct rd_ring_builder *b)
 {
+    pthread_setname_np(pthread_self(), "ring-builder"); /* as top -H and perf name it */
     pid_t tid = (pid_t)syscall(SYS_gettid);
     (void)setpriority(PRIO_PROCESS, (id_t)tid, RD_RING_JOB_NICE);
     atomic_store(&b->tid, tid);
