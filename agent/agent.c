@@ -128,7 +128,7 @@ struct rd_agent {
     bool builder_up;                   /* builder is initialised and its thread runs */
     struct rd_ring_job *ring_job;      /* the build queued on the builder, or NULL */
     uint64_t ring_job_started_ms;
-    uint64_t rebuilds_skipped; /* lists the queued job gave way to since the last rebuild */
+    uint64_t rebuilds_skipped; /* lists a newer one replaced since the last `ring rebuilt` */
     bool rebuild_again;        /* a change came while a job ran: another rebuild once it is done */
     bool closing;              /* the loop is shutting down: a job that ends now is dropped */
     bool leaving, left, was_joined;
@@ -396,7 +396,7 @@ static void on_heap_shrunk(struct rd_ring_job *job)
  * Once the membership is quiet, that memory goes back: an idle agent holds one ring, not two.
  * Quiet means no rebuild for RD_TRIM_QUIET_MS and none waiting: a rebuild the pacer holds
  * back stops the timer, or every paced rebuild would fault its ring in afresh. The memory
- * goes back in steps, one on the build thread (heap.h).
+ * goes back in steps, one on the builder thread (heap.h).
  */
 static void on_trim_timer(uv_timer_t *t)
 {
@@ -430,7 +430,8 @@ static void on_ring_job_done(struct rd_ring_job *job)
     uint64_t cpu_ns = job->cpu_ns;
     adopt_ring(a, job);
     rd_pace_done(&a->rebuild_pace, a->ring_job_started_ms, cpu_ns);
-    uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
+    if (!a->rebuild_pending) /* else the rebuild's end starts it */
+        uv_timer_start(&a->trim_timer, on_trim_timer, RD_TRIM_QUIET_MS, 0);
     if (a->rebuild_again) {
         a->rebuild_again = false;
         schedule_rebuild(a);
@@ -439,25 +440,40 @@ static void on_ring_job_done(struct rd_ring_job *job)
 
 /*
  * One job at a time: it reads the ring that the next one replaces. A change that comes
- * while the thread has not yet taken the job (on a crowded host it waits seconds for the
- * CPU) puts the current member list in the job's place; one that comes while it runs, or
- * while the thread shrinks its heap, waits for its end.
+ * while the thread has not yet taken the queued job (on a crowded host it waits seconds for
+ * the CPU) puts the current member list in its place, or, if it is the heap trim, goes
+ * before it; one that comes while the thread runs a job waits for its end.
  */
 static void on_rebuild_timer(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
     a->rebuild_pending = false;
-    if (a->trimming || (a->ring_job && !rd_ring_builder_queued(&a->builder))) {
+    bool busy = a->trimming || a->ring_job;
+    if (busy && !rd_ring_builder_queued(&a->builder)) {
         a->rebuild_again = true;
         return;
     }
     struct rd_ring_job *job = ring_job_of_members(a);
     if (!job) {
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", "out of memory"));
+        a->rebuild_again = busy; /* tried again once the queued job is done */
         return;
     }
     job->done = on_ring_job_done;
     job->ctx = a;
+    if (a->trimming) { /* the trim has not begun: the build goes first, the trim after it */
+        struct rd_ring_job *trim = rd_ring_job_replace(&a->builder, job);
+        if (!trim) { /* taken meanwhile */
+            rd_ring_job_free(job);
+            a->rebuild_again = true;
+            return;
+        }
+        rd_ring_job_free(trim);
+        a->trimming = false; /* schedule_rebuild kept freed memory for this build already */
+        a->ring_job_started_ms = now_ms();
+        a->ring_job = job;
+        return;
+    }
     if (a->ring_job) {
         struct rd_ring_job *stale = rd_ring_job_replace(&a->builder, job);
         if (!stale) { /* taken meanwhile */
@@ -1756,6 +1772,8 @@ static void raise_fd_limit(void)
 
 static void close_walk(uv_handle_t *h, void *arg)
 {
+    struct rd_agent *a = arg;
+    if (h == (uv_handle_t *)&a->builder.poll) return; /* rd_ring_builder_stop closes it */
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
@@ -1968,15 +1986,15 @@ int rd_agent_run(const struct rd_agent_config *config)
     if (a->cfg.state_dir[0]) snapshot_save(a, "exit");
 out:
     a->closing = true;
-    /* The builder's job is given up and its thread joined, at the loop's priority
-     * (ringjob.h), so that the exit does not wait on a starved nice-19 thread. */
-    if (a->builder_up) rd_ring_builder_stop(&a->builder);
     rd_metrics_stop(a->metrics);
     if (a->query) rd_query_close(a->query);
     rd_dns_close(a->dns); /* before close_walk: it closes its own handles */
     rd_sync_close(a->sync);
     rd_hooks_close(a->hooks);
-    uv_walk(a->loop, close_walk, a);
+    uv_walk(a->loop, close_walk, a); /* sockets close here, before any wait for the thread */
+    /* The builder's job is given up and its thread joined, at the loop's priority
+     * (ringjob.h), so that the exit does not wait on a starved nice-19 thread. */
+    if (a->builder_up) rd_ring_builder_stop(&a->builder);
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);

@@ -107,8 +107,12 @@ static void lower_this_thread(struct rd_ring_builder *b)
 {
     pthread_setname_np(pthread_self(), "ring-builder"); /* as top -H and perf name it */
     pid_t tid = (pid_t)syscall(SYS_gettid);
+    int nice = getpriority(PRIO_PROCESS, 0); /* the loop's, inherited */
     (void)setpriority(PRIO_PROCESS, (id_t)tid, RD_RING_JOB_NICE);
     atomic_store(&b->tid, tid);
+    /* A stop that came before tid was stored found nothing to restore: then it is ours to
+     * undo (stop is stored before tid is read, so one of the two sides sees the other). */
+    if (atomic_load(&b->stop)) (void)setpriority(PRIO_PROCESS, (id_t)tid, nice);
 }
 
 static void signal_fd(int fd)
@@ -260,9 +264,9 @@ static void on_poll_closed(uv_handle_t *h)
 void rd_ring_builder_stop(struct rd_ring_builder *b)
 {
     if (b->started && !b->stopped) {
+        atomic_store(&b->stop, true); /* before the priority: see lower_this_thread */
         (void)rd_ring_builder_restore_priority(b);
         rd_ring_builder_abandon(b);
-        atomic_store(&b->stop, true);
         signal_fd(b->wake_fd);
         pthread_join(b->thread, NULL);
         b->stopped = true;

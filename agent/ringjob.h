@@ -25,9 +25,10 @@
  * allocated only while the thread waits for its next job, so never under a malloc arena lock
  * that the thread holds.
  *
- * When the agent stops it gives its job up: the ring code reads the job's flag as it goes
- * (rd_ring_build_abandonable), and the thread first gets its priority back, so an agent that
- * leaves does not wait for a low-priority build on a host with no CPU to spare.
+ * When the agent stops it gives its job up: the build reads the job's flag as it goes
+ * (rd_ring_build_abandonable) and no diff follows it (a diff, once begun, runs to its end),
+ * and the thread first gets its priority back, so an agent that leaves does not wait for a
+ * low-priority build on a host with no CPU to spare.
  */
 #ifndef RD_RINGJOB_H
 #define RD_RINGJOB_H
@@ -121,14 +122,16 @@ bool rd_ring_builder_queued(const struct rd_ring_builder *b);
  */
 struct rd_ring_job *rd_ring_job_replace(struct rd_ring_builder *b, struct rd_ring_job *newer);
 /** On the loop's thread: gives the current job up. One not yet taken ends here, unrun; one
- *  running stops. Either way its done is called, with RD_ECANCELED unless it had finished. */
+ *  running stops at the build's next look at its flag (a diff already begun runs to its
+ *  end). Either way its done is called, with RD_ECANCELED unless it had finished. */
 void rd_ring_builder_abandon(struct rd_ring_builder *b);
 /**
  * From the loop's thread: gives the builder thread the caller's priority, so that what is
  * still to wait for (a job seeing its flag, the thread's exit) does not wait for a nice-19
  * thread on a host with no CPU to spare: that took seconds, and 15 s and more in a storm.
  * Raising a priority takes CAP_SYS_NICE or RLIMIT_NICE (systemd's LimitNICE=+0): without
- * either it is RD_EIO and the thread stays at nice 19. 0 when the thread has not yet run.
+ * either it is RD_EIO and the thread stays at nice 19. 0 when the thread has not yet
+ * lowered itself (once stopped, it then takes the loop's priority back on its own).
  */
 int rd_ring_builder_restore_priority(struct rd_ring_builder *b);
 /**
