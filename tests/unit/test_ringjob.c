@@ -222,9 +222,13 @@ static struct rd_ring_member big[BIG];
 static uv_sem_t running;
 
 /* A job's work that says, on the builder thread, that it has begun. */
+/* Says that it runs, then waits (up to 30 s) for the job to be given up before it builds,
+ * so that the build sees the flag however late the test's thread gets the CPU. */
 static void run_and_say_so(struct rd_ring_job *job)
 {
     uv_sem_post(&running);
+    for (int ms = 0; ms < 30000 && !atomic_load(&job->abandon); ms++)
+        uv_sleep(1);
     rd_ring_job_run(job);
 }
 
