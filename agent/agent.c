@@ -461,30 +461,22 @@ static void on_rebuild_timer(uv_timer_t *t)
     }
     job->done = on_ring_job_done;
     job->ctx = a;
-    if (a->trimming) { /* the trim has not begun: the build goes first, the trim after it */
-        struct rd_ring_job *trim = rd_ring_job_replace(&a->builder, job);
-        if (!trim) { /* taken meanwhile */
+    if (busy) { /* queued, not yet taken: the build takes its place */
+        struct rd_ring_job *queued = rd_ring_job_replace(&a->builder, job);
+        if (!queued) { /* taken meanwhile */
             rd_ring_job_free(job);
             a->rebuild_again = true;
             return;
         }
-        rd_ring_job_free(trim);
-        a->trimming = false; /* schedule_rebuild kept freed memory for this build already */
-        a->ring_job_started_ms = now_ms();
+        rd_ring_job_free(queued);
+        if (a->trimming) {       /* the trim comes after this build, as after every build */
+            a->trimming = false; /* schedule_rebuild kept freed memory for this build */
+            a->ring_job_started_ms = now_ms();
+        } else { /* a stale list; paced from when the first of them was queued */
+            a->rebuilds_skipped++;
+        }
         a->ring_job = job;
         return;
-    }
-    if (a->ring_job) {
-        struct rd_ring_job *stale = rd_ring_job_replace(&a->builder, job);
-        if (!stale) { /* taken meanwhile */
-            rd_ring_job_free(job);
-            a->rebuild_again = true;
-            return;
-        }
-        rd_ring_job_free(stale);
-        a->rebuilds_skipped++;
-        a->ring_job = job;
-        return; /* paced from when the first of them was queued */
     }
     a->ring_job_started_ms = now_ms();
     if (!a->builder_up) { /* no thread: build here */
