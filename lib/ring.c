@@ -77,6 +77,7 @@
 #include "ring.h"
 #include "ring_internal.h"
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,12 +167,13 @@ static size_t point_prefix(uint8_t *buf, const char *name, size_t len)
     return 1 + len;
 }
 
+/* One 4-byte store: GCC does not merge the four byte stores of the shift-and-mask form,
+ * and in hash_batch, where XXH3 reads every encoding right after it is written, the byte
+ * stores cost about a tenth of a full build. */
 static inline void put_be32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
+    v = htobe32(v);
+    memcpy(p, &v, sizeof v);
 }
 
 /* Appends u32 big-endian i after a prefix of `plen` bytes and hashes the whole. */
@@ -244,6 +246,12 @@ static size_t align_up(size_t n, size_t a)
 #define FINE_BITS 10
 /* Points encoded ahead of hashing (see hash_batch). */
 #define HASH_BATCH 32
+/* From this many points on, the sort's staging and the ring's arrays outgrow the caches,
+ * and sort_points prefetches where it is about to write (see there); below, the data is
+ * in cache and the prefetches would be pure cost. */
+#define PREFETCH_MIN_POINTS (1u << 17)
+/* How far ahead of a group's next staging slot the prefetch reaches, in cache lines. */
+#define PREFETCH_LINES 2
 
 /*
  * How the points are sorted: c coarse bits (2^c groups), `cap` staging slots per group, and
@@ -443,6 +451,14 @@ static inline size_t group_of(uint64_t h, unsigned c)
  * The scatters are stable and members are hashed in index order, so a bucket arrives in
  * member-index order already; the sort compares (hash, owner) anyway so the tie rule does
  * not hang on stability.
+ *
+ * Prefetches, for rings of PREFETCH_MIN_POINTS and more. Both levels write into memory that
+ * is not in cache: a line of a group's staging every 8 hashes, and in step 2 the group's
+ * whole range of hashes[], owner[] and first[]. Each such write waits for the line to be
+ * read first, and the hardware prefetchers follow 2^c interleaved write streams or a
+ * scatter no better than not at all. So step 1 asks for the line PREFETCH_LINES ahead when
+ * a group starts a new one, and step 2 asks for the next group's ranges before it works on
+ * this one. At 1,000 x 512 the two cut a full build by about a fifth (bench_ring).
  */
 static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *sh,
                         struct sort_tmp t, const struct rd_ring_hooks *hooks)
@@ -457,6 +473,7 @@ static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
     uint32_t src[1u << COARSE_BITS_MAX];        /* where a group's points start in t */
     struct point_walk w;
 
+    const bool far = total >= PREFETCH_MIN_POINTS;
     /* 1. */
     bool overflow = false;
     walk_start(&w, r, hooks);
@@ -468,6 +485,10 @@ static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
                 break;
             }
             size_t at = g * sh->cap + fill[g]++;
+            if (far && at % 8 == 0) { /* a new line of hashes; of owners every other time */
+                __builtin_prefetch(t.h + at + 8 * PREFETCH_LINES, 1);
+                if (at % 16 == 0) __builtin_prefetch(t.o + at + 16 * PREFETCH_LINES, 1);
+            }
             t.h[at] = w.hb[s];
             t.o[at] = w.m;
         }
@@ -512,6 +533,15 @@ static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
         const uint32_t *go = t.o + src[g];
         uint32_t n = fill[g], e = s + n;
         uint32_t *f = first + g * per_group; /* this group's buckets; index by h >> shift */
+        /* the next group's ranges, fetched while this one is sorted */
+        if (far && g + 1 < ngroups) {
+            for (uint32_t k = e; k < e + fill[g + 1]; k += 8)
+                __builtin_prefetch(hashes + k, 1);
+            for (uint32_t k = e; k < e + fill[g + 1]; k += 16)
+                __builtin_prefetch(owner + k, 1);
+            for (size_t k = 0; k < per_group; k += 16)
+                __builtin_prefetch(f + per_group + k, 1);
+        }
         memset(f, 0, per_group * sizeof *f);
         for (uint32_t k = 0; k < n; k++)
             first[gh[k] >> shift]++;

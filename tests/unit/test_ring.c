@@ -955,15 +955,22 @@ static uint64_t crowded_hash(const char *name, size_t len, uint32_t i, void *ctx
     return rd_ring_point_hash(name, len, i) >> 12;
 }
 
-static void test_ring_crowded_points_sort_like_spread_ones(void **state)
+static uint64_t plain_hash(const char *name, size_t len, uint32_t i, void *ctx)
 {
-    (void)state;
+    (void)ctx;
+    return rd_ring_point_hash(name, len, i);
+}
+
+/* Builds 40 members at `vnodes` with `hash` (NULL: the ring's own) and checks every point
+ * and owner against the same points sorted by qsort, and lookups at points. */
+static void check_sorted_like_qsort(uint32_t vnodes, rd_ring_point_hash_fn *hash)
+{
     struct group g;
     group_fmt(&g, "node-%d", 0, 40);
     struct rd_ring *r = NULL;
-    const struct rd_ring_hooks crowd = {crowded_hash, NULL, NULL, NULL};
-    assert_int_equal(rd_ring_new_with(g.m, g.n, 512, &crowd, &r), 0);
-    /* reference: the same points, sorted by qsort */
+    const struct rd_ring_hooks hooks = {hash, NULL, NULL, NULL};
+    assert_int_equal(rd_ring_new_with(g.m, g.n, vnodes, &hooks, &r), 0);
+    if (!hash) hash = plain_hash;
     size_t n = rd_ring_point_count(r);
     struct ref_point *p = calloc(n, sizeof *p);
     assert_non_null(p);
@@ -971,7 +978,7 @@ static void test_ring_crowded_points_sort_like_spread_ones(void **state)
     for (size_t i = 0; i < rd_ring_member_count(r); i++) {
         const char *name = rd_ring_member_name(r, i);
         for (uint32_t j = 0; j < rd_ring_member_points(r, i); j++)
-            p[k++] = (struct ref_point){crowded_hash(name, strlen(name), j, NULL), (uint32_t)i};
+            p[k++] = (struct ref_point){hash(name, strlen(name), j, NULL), (uint32_t)i};
     }
     qsort(p, n, sizeof *p, cmp_ref_point);
     const uint64_t *h;
@@ -987,6 +994,21 @@ static void test_ring_crowded_points_sort_like_spread_ones(void **state)
     }
     free(p);
     rd_ring_delete(r);
+}
+
+static void test_ring_crowded_points_sort_like_spread_ones(void **state)
+{
+    (void)state;
+    check_sorted_like_qsort(512, crowded_hash);
+}
+
+/* 40 x 4,096 = 163,840 points: past PREFETCH_MIN_POINTS (2^17), where the sort prefetches
+ * the lines it is about to write; spread, and crowded into the overflow path. */
+static void test_ring_large_rings_sort_like_qsort(void **state)
+{
+    (void)state;
+    check_sorted_like_qsort(RD_RING_VNODES_MAX, NULL);
+    check_sorted_like_qsort(RD_RING_VNODES_MAX, crowded_hash);
 }
 
 static void test_ring_permuted_input_gives_byte_identical_placement(void **state)
@@ -1489,6 +1511,7 @@ int main(void)
         cmocka_unit_test(test_ring_checksum_covers_the_whole_definition),
         cmocka_unit_test(test_ring_equal_points_go_to_the_smallest_name_whatever_the_input_order),
         cmocka_unit_test(test_ring_crowded_points_sort_like_spread_ones),
+        cmocka_unit_test(test_ring_large_rings_sort_like_qsort),
         cmocka_unit_test(test_ring_permuted_input_gives_byte_identical_placement),
         cmocka_unit_test(test_ring_point_counts_round_half_up_in_integers),
         cmocka_unit_test(test_ring_bad_input_is_refused_with_the_documented_code),
