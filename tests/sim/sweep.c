@@ -27,7 +27,7 @@
  *                 crashes): it runs in 1 ms slices with gaps of MEAN ms on average and
  *                 MAX ms at most between them (sim_set_starve); the CSV's note says so
  *   --all         also run the cells skipped for CPU time: N >= 10000 with loss (each
- *                 takes most of an hour of CPU or more; see README)
+ *                 takes half an hour of CPU or more; see README)
  *   --verbose     one line per phase of each cell on stderr (virtual and CPU time)
  *
  * One cell = one simulated cluster, one seed, in four phases:
@@ -699,8 +699,8 @@ int main(int argc, char **argv)
             } else if (c->n >= SLOW_N && c->loss_pct > 0 && !o.all && !n_set) {
                 c->skipped = true;
                 snprintf(c->note, sizeof c->note,
-                         "CPU: with loss, an hour or more of CPU (the N = 10000 join alone "
-                         "takes 35 minutes): not run by default (--all or --n to run it)");
+                         "CPU: with loss, half an hour of CPU or more (the N = 10000 join "
+                         "alone takes most of it): not run by default (--all or --n to run it)");
             }
         }
     printf("# rd_sweep seed %" PRIu64 ": %zu cells, %d jobs, join limit %.0f s, memory budget "
