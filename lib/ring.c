@@ -77,7 +77,6 @@
 #include "ring.h"
 #include "ring_internal.h"
 
-#include <endian.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +166,14 @@ static size_t point_prefix(uint8_t *buf, const char *name, size_t len)
     return 1 + len;
 }
 
-/* One 4-byte store: GCC does not merge the four byte stores of the shift-and-mask form,
- * and in hash_batch, where XXH3 reads every encoding right after it is written, the byte
- * stores cost about a tenth of a full build. */
+/* One 4-byte store. GCC 12 left the four byte stores of the shift-and-mask form unmerged
+ * here, and in hash_batch, where XXH3 reads each encoding soon after it is written, they
+ * cost a sixth of a full build at 100 x 512 and a tenth at 1,000 x 512 (bench/README.md). */
 static inline void put_be32(uint8_t *p, uint32_t v)
 {
-    v = htobe32(v);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
     memcpy(p, &v, sizeof v);
 }
 
@@ -310,8 +311,8 @@ static struct sort_tmp sort_tmp_of(char *mem, const struct sort_shape *sh)
 /*
  * Hashes points i0 .. i0+cnt-1 of member nm into out[]. enc[] holds the member's encoding
  * prefix in its first min(points, HASH_BATCH) slots. The indexes are written for the whole
- * batch before any is hashed: XXH3 reading 8 bytes just stored byte by byte stalls on store
- * forwarding, which costs 4x the hash itself.
+ * batch before any is hashed: XXH3 reading 8 bytes that overlap a store still in flight
+ * stalls on store forwarding, which costs 4x the hash itself.
  */
 static void hash_batch(uint8_t enc[][POINT_BUF_MAX], size_t plen, const struct ring_name *nm,
                        uint32_t i0, uint32_t cnt, rd_ring_point_hash_fn *fn, void *ctx,
@@ -458,7 +459,7 @@ static inline size_t group_of(uint64_t h, unsigned c)
  * read first, and the hardware prefetchers follow 2^c interleaved write streams or a
  * scatter no better than not at all. So step 1 asks for the line PREFETCH_LINES ahead when
  * a group starts a new one, and step 2 asks for the next group's ranges before it works on
- * this one. At 1,000 x 512 the two cut a full build by about a fifth (bench_ring).
+ * this one. At 1,000 x 512 the two take 15-20% off a full build (bench/README.md).
  */
 static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *sh,
                         struct sort_tmp t, const struct rd_ring_hooks *hooks)

@@ -1003,12 +1003,11 @@ static void test_ring_crowded_points_sort_like_spread_ones(void **state)
 }
 
 /* 40 x 4,096 = 163,840 points: past PREFETCH_MIN_POINTS (2^17), where the sort prefetches
- * the lines it is about to write; spread, and crowded into the overflow path. */
+ * the lines it is about to write. */
 static void test_ring_large_rings_sort_like_qsort(void **state)
 {
     (void)state;
     check_sorted_like_qsort(RD_RING_VNODES_MAX, NULL);
-    check_sorted_like_qsort(RD_RING_VNODES_MAX, crowded_hash);
 }
 
 static void test_ring_permuted_input_gives_byte_identical_placement(void **state)
