@@ -25,8 +25,10 @@
  * Diffs: ms per rd_ring_diff_top(16) (what the agent logs after a rebuild) from a ring of
  * 1,000 x 512 to the ring after k members join (k = 1, 10, 50, 100, 200), by the arcs that end
  * at changed points (the production path) against the walk over every point of both rings
- * (rd_ring_diff_walk_with, ring_internal.h), in the same runs; median of 4R + 1. Both
- * answers are checked to be equal.
+ * (rd_ring_diff_way_with, ring_internal.h), in the same runs; median of 4R + 1. Both
+ * answers are checked to be equal. Storm diffs: the same, from k members (k = 1 ... 900) to
+ * 1,000, the rebuilds of a join storm, as the agent sums arcs by pair (in dense cells when the
+ * possible pairs are few enough) against always by the index of pairs.
  *
  * Growth (first, while the heap is fresh): what a membership change costs the agent while
  * its cluster grows, each step one rd_ring_rebuild() from the ring before, the diff it logs
@@ -322,12 +324,13 @@ static void time_incremental(size_t members, uint32_t vnodes, int runs, double c
     inc_case_free(&c);
 }
 
-/* One timed diff, by the changed points or by the walk; *d keeps its answer. Returns ms. */
-static double timed_diff(const struct rd_ring *a, const struct rd_ring *b, bool walk,
+/* One timed diff, the default way (0) or another (ring_internal.h); *d keeps its answer.
+ * Returns ms. */
+static double timed_diff(const struct rd_ring *a, const struct rd_ring *b, unsigned way,
                          struct rd_ring_diff *d)
 {
     double t0 = now_ns();
-    int rc = walk ? rd_ring_diff_walk_with(a, b, 16, NULL, d) : rd_ring_diff_top(a, b, 16, d);
+    int rc = way ? rd_ring_diff_way_with(a, b, 16, way, NULL, d) : rd_ring_diff_top(a, b, 16, d);
     double t1 = now_ns();
     if (rc != 0) {
         fprintf(stderr, "ring diff: %d\n", rc);
@@ -336,20 +339,21 @@ static double timed_diff(const struct rd_ring *a, const struct rd_ring *b, bool 
     return (t1 - t0) / 1e6;
 }
 
-/* Medians in ms of the diff from `members` to members + joins, both ways, into ms[2]. */
-static void time_diff(size_t members, size_t joins, uint32_t vnodes, int runs, double ms[2])
+/* Medians in ms of the diff from `members` to `to` members, the default way and `way`, into
+ * ms[2]; the two answers must be equal. */
+static void time_diff(size_t members, size_t to, uint32_t vnodes, unsigned way, int runs,
+                      double ms[2])
 {
     struct bench_list l;
-    list_make(&l, members + joins);
+    list_make(&l, to);
     struct rd_ring *a = NULL, *b = NULL;
-    if (rd_ring_new(l.m, members, vnodes, &a) != 0 ||
-        rd_ring_new(l.m, members + joins, vnodes, &b) != 0)
+    if (rd_ring_new(l.m, members, vnodes, &a) != 0 || rd_ring_new(l.m, to, vnodes, &b) != 0)
         exit(1);
     double t[2][MAX_RUNS];
     for (int r = 0; r < runs; r++) {
         struct rd_ring_diff d[2];
-        for (int walk = 0; walk < 2; walk++)
-            t[walk][r] = timed_diff(a, b, walk, &d[walk]);
+        for (int w = 0; w < 2; w++)
+            t[w][r] = timed_diff(a, b, w ? way : 0, &d[w]);
         bool same =
             d[0].moved == d[1].moved && d[0].npairs == d[1].npairs && d[0].nmoves == d[1].nmoves;
         for (size_t k = 0; same && k < d[0].nmoves; k++)
@@ -357,7 +361,7 @@ static void time_diff(size_t members, size_t joins, uint32_t vnodes, int runs, d
                    strcmp(d[0].moves[k].from, d[1].moves[k].from) == 0 &&
                    strcmp(d[0].moves[k].to, d[1].moves[k].to) == 0;
         if (!same) {
-            fprintf(stderr, "the diff by changed points differs from the walk\n");
+            fprintf(stderr, "the diff's ways differ\n");
             exit(1);
         }
         sink = sink * 31 + d[0].npairs;
@@ -614,16 +618,31 @@ int main(int argc, char **argv)
     printf("%8s %7s %6s | %9s %8s %7s\n", "members", "vnodes", "joins", "by points", "walk",
            "ratio");
     static const size_t diff_joins[] = {1, 10, 50, 100, 200};
+    int diff_runs = 4 * runs + 1 > MAX_RUNS ? MAX_RUNS : 4 * runs + 1;
     for (size_t c = 0; c < sizeof diff_joins / sizeof *diff_joins; c++) {
-        int r = 4 * runs + 1 > MAX_RUNS ? MAX_RUNS : 4 * runs + 1;
         double ms[2];
-        time_diff(1000, diff_joins[c], RD_RING_VNODES_DEFAULT, r, ms);
+        time_diff(1000, 1000 + diff_joins[c], RD_RING_VNODES_DEFAULT, RD_RING_DIFF_WALK, diff_runs,
+                  ms);
         printf("%8d %7u %6zu | %9.3f %8.3f %6.1fx\n", 1000, RD_RING_VNODES_DEFAULT, diff_joins[c],
                ms[0], ms[1], ms[1] / ms[0]);
         if (csv)
             fprintf(csv, "diff_joins_%zu,1000,%u,%zu,%.4f,%.4f,%.3f,ms\n", diff_joins[c],
                     RD_RING_VNODES_DEFAULT, (1000 + diff_joins[c]) * RD_RING_VNODES_DEFAULT, ms[0],
                     ms[1], ms[1] / ms[0]);
+    }
+    printf("\nstorm diffs: ms per rd_ring_diff_top(16) from k members to 1,000 (a join storm's\n"
+           "rebuilds), as the agent sums the pairs against always by the index of pairs, median\n");
+    printf("%8s %7s %6s | %9s %8s %7s\n", "from", "vnodes", "to", "default", "indexed", "ratio");
+    static const size_t storm_from[] = {1, 100, 300, 500, 700, 900};
+    for (size_t c = 0; c < sizeof storm_from / sizeof *storm_from; c++) {
+        double ms[2];
+        time_diff(storm_from[c], 1000, RD_RING_VNODES_DEFAULT, RD_RING_DIFF_INDEXED, diff_runs, ms);
+        printf("%8zu %7u %6d | %9.3f %8.3f %6.1fx\n", storm_from[c], RD_RING_VNODES_DEFAULT, 1000,
+               ms[0], ms[1], ms[1] / ms[0]);
+        if (csv)
+            fprintf(csv, "diff_storm_from_%zu,1000,%u,%d,%.4f,%.4f,%.3f,ms\n", storm_from[c],
+                    RD_RING_VNODES_DEFAULT, 1000 * RD_RING_VNODES_DEFAULT, ms[0], ms[1],
+                    ms[1] / ms[0]);
     }
 
     printf("\nchecksum %016llx\n", (unsigned long long)sink);

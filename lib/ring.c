@@ -1556,15 +1556,28 @@ struct move_acc {
     struct u128 len;
 };
 
-/* One entry per (from, to) pair, found through an open-addressing index: a ring that goes
- * from a few members to millions of points changes hands at every one of them, and sorting
- * a list of those intervals took seconds where folding them as they come takes milliseconds. */
+/*
+ * The arcs that changed hands, summed by (from, to) pair. A ring that goes from a few members
+ * to millions of points changes hands at every one of them, so arcs are summed as they come
+ * (sorting a list of them took seconds), in one of two ways:
+ *   - dense: one cell per possible pair, when the possible pairs are few enough (see
+ *     move_list_start). An add is one write to a known address, which the core overlaps
+ *     with the next ones. In a join storm a ring of 300 members against one of 1,000 has
+ *     170,000 pairs from 360,000 arcs, and there the index below cost about 55 ns an arc
+ *     (a hash, then two dependent lines at random in megabytes), 2.4x the cells;
+ *   - otherwise one entry per pair, found through an open-addressing index.
+ * Sums commute, so the order of the arcs does not show in the result.
+ */
 struct move_list {
-    struct move_acc *v; /* the distinct pairs */
+    struct move_acc *v; /* the distinct pairs (dense: gathered at the end) */
     size_t n, cap;
     uint32_t *index; /* [mask + 1] entry index + 1, 0 = empty */
     size_t mask;
-    size_t last; /* the entry added to last: neighbouring intervals often share a pair */
+    size_t last;       /* the entry added to last: neighbouring intervals often share a pair */
+    uint64_t *cells;   /* dense: [from * nto + to] the pair's sum modulo 2^64; 0 = none */
+    size_t nfrom, nto; /* dense: members of each ring + 1, the last one for NOBODY */
+    size_t last_cell;  /* dense: the cell added to last, SIZE_MAX before the first */
+    bool index_only;   /* RD_RING_DIFF_INDEXED */
 };
 
 static size_t move_slot(const struct move_list *l, uint32_t from, uint32_t to)
@@ -1594,8 +1607,22 @@ static int move_index_grow(const struct rd_ring_hooks *hooks, struct move_list *
     return 0;
 }
 
-static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
-                    uint32_t to, struct u128 len)
+static int move_index_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
+                          uint32_t to, struct u128 len);
+
+static inline int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
+                           uint32_t to, struct u128 len)
+{
+    if (!l->cells) return move_index_add(hooks, l, from, to, len);
+    size_t f = from == NOBODY ? l->nfrom - 1 : from;
+    size_t t = to == NOBODY ? l->nto - 1 : to;
+    l->last_cell = f * l->nto + t;
+    l->cells[l->last_cell] += len.lo; /* 2^64 adds 0: see move_list_gather */
+    return 0;
+}
+
+static int move_index_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
+                          uint32_t to, struct u128 len)
 {
     if (l->n > 0 && l->v[l->last].from == from && l->v[l->last].to == to) {
         u128_add(&l->v[l->last].len, len);
@@ -1621,6 +1648,59 @@ static int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint
     l->last = l->n;
     l->v[l->n++] = (struct move_acc){from, to, len};
     l->index[k] = (uint32_t)l->n;
+    return 0;
+}
+
+/* A cell costs its clearing and its scan, 16 bytes in order, where an arc summed by the
+ * index costs two lines at random: cells win up to about this many an arc. */
+#define DENSE_CELLS_PER_ARC 16
+
+/* Sums densely when the possible pairs are few against the arcs, at most `arcs_max`, and
+ * no more than the points of both rings: then the cells take less memory than the rings'
+ * own hashes, and clearing and scanning them less time than the arcs would by the index. */
+static int move_list_start(const struct rd_ring_hooks *hooks, struct move_list *l,
+                           const struct rd_ring *old, const struct rd_ring *new_ring,
+                           uint64_t arcs_max)
+{
+    size_t nfrom = (old && old->npoints ? old->nmembers : 0) + 1;
+    size_t nto = (new_ring && new_ring->npoints ? new_ring->nmembers : 0) + 1;
+    uint64_t cells = (uint64_t)nfrom * nto;
+    uint64_t points = (uint64_t)(old ? old->npoints : 0) + (new_ring ? new_ring->npoints : 0);
+    if (l->index_only || cells > points || cells > DENSE_CELLS_PER_ARC * arcs_max) return 0;
+    l->cells = ring_alloc(hooks, nfrom * nto * sizeof *l->cells);
+    if (!l->cells) return RD_ENOMEM;
+    memset(l->cells, 0, nfrom * nto * sizeof *l->cells);
+    l->nfrom = nfrom;
+    l->nto = nto;
+    return 0;
+}
+
+/* Dense: gathers the pairs that got arcs into v[0 .. n), and frees the cells. A sum is at
+ * most 2^64, the whole circle, which a cell holds as 0; but then its pair has every arc,
+ * the last one included, and no other cell has any. */
+static int move_list_gather(const struct rd_ring_hooks *hooks, struct move_list *l)
+{
+    if (!l->cells) return 0;
+    size_t cells = l->nfrom * l->nto, n = 0;
+    for (size_t k = 0; k < cells; k++)
+        n += l->cells[k] != 0;
+    bool whole = n == 0 && l->last_cell != SIZE_MAX;
+    n += whole;
+    l->v = n ? ring_alloc(hooks, n * sizeof *l->v) : NULL;
+    if (n && !l->v) {
+        free(l->cells);
+        l->cells = NULL;
+        return RD_ENOMEM;
+    }
+    for (size_t k = 0; k < cells; k++) {
+        if (l->cells[k] == 0 && !(whole && k == l->last_cell)) continue;
+        size_t f = k / l->nto, t = k % l->nto;
+        struct u128 len = whole ? (struct u128){1, 0} : (struct u128){0, l->cells[k]};
+        l->v[l->n++] = (struct move_acc){f == l->nfrom - 1 ? NOBODY : (uint32_t)f,
+                                         t == l->nto - 1 ? NOBODY : (uint32_t)t, len};
+    }
+    free(l->cells);
+    l->cells = NULL;
     return 0;
 }
 
@@ -1809,37 +1889,17 @@ static struct u128 arc_to(uint64_t v, uint64_t pa, uint64_t pb)
  * those points are weighed, each once, from the nearer of the two rings' points before v,
  * with each ring's owner of v: the walk's sum, interval for interval. A member's points are
  * its name's first `count` hashes, so the ones in one ring only are the differences of the
- * counts, hashed again. Needs both rings in ringd mode with one point hash (the caller
- * checks). Returns 1, having done nothing, when those points are too many to pay.
+ * counts (points_in_one_ring: `changed` of them, kept[] the rest), hashed again. Needs both
+ * rings in ringd mode with one point hash (the caller checks, and takes the walk when those
+ * points are too many to pay).
  */
 static int diff_sparse(const struct rd_ring *old, const struct rd_ring *new_ring,
-                       const uint32_t *old_to_new, const struct rd_ring_hooks *hooks,
-                       struct move_list *l)
+                       const uint32_t *old_to_new, const uint32_t *kept, uint64_t changed,
+                       const struct rd_ring_hooks *hooks, struct move_list *l)
 {
-    uint32_t *kept = ring_alloc(hooks, new_ring->nmembers * sizeof *kept);
-    if (!kept) return RD_ENOMEM;
-    memset(kept, 0, new_ring->nmembers * sizeof *kept);
-    uint64_t changed = 0;
-    for (uint32_t k = 0; k < old->nmembers; k++) {
-        uint32_t t = old_to_new[k], c = old->points[k];
-        if (t != NOBODY) c = kept[t] = c < new_ring->points[t] ? c : new_ring->points[t];
-        changed += old->points[k] - (t != NOBODY ? c : 0);
-    }
-    for (uint32_t t = 0; t < new_ring->nmembers; t++)
-        changed += new_ring->points[t] - kept[t];
-    if (changed * DIFF_SPARSE_SHARE > (uint64_t)old->npoints + new_ring->npoints) {
-        free(kept);
-        return 1;
-    }
-    if (changed == 0) { /* the same points: nothing can have changed hands */
-        free(kept);
-        return 0;
-    }
+    if (changed == 0) return 0; /* the same points: nothing can have changed hands */
     uint64_t *v = ring_alloc(hooks, 2 * changed * sizeof *v);
-    if (!v) {
-        free(kept);
-        return RD_ENOMEM;
-    }
+    if (!v) return RD_ENOMEM;
     size_t n = 0;
     for (uint32_t k = 0; k < old->nmembers; k++) {
         uint32_t t = old_to_new[k], c = t != NOBODY ? kept[t] : 0;
@@ -1850,7 +1910,6 @@ static int diff_sparse(const struct rd_ring *old, const struct rd_ring *new_ring
         hash_member_points(new_ring, t, kept[t], new_ring->points[t], v + n);
         n += new_ring->points[t] - kept[t];
     }
-    free(kept);
     radix_sort_u64(v, v + n, n);
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
@@ -1878,6 +1937,24 @@ static int diff_sparse(const struct rd_ring *old, const struct rd_ring *new_ring
     return rc;
 }
 
+/* Points in one ring only, when both place points by the same rule: a member's points are
+ * its name's first `count` hashes, so they are the differences of the counts. kept[t] gets
+ * how many of new member t's points the old ring has too. */
+static uint64_t points_in_one_ring(const struct rd_ring *old, const struct rd_ring *new_ring,
+                                   const uint32_t *old_to_new, uint32_t *kept)
+{
+    memset(kept, 0, new_ring->nmembers * sizeof *kept);
+    uint64_t changed = 0;
+    for (uint32_t k = 0; k < old->nmembers; k++) {
+        uint32_t t = old_to_new[k], c = old->points[k];
+        if (t != NOBODY) c = kept[t] = c < new_ring->points[t] ? c : new_ring->points[t];
+        changed += old->points[k] - (t != NOBODY ? c : 0);
+    }
+    for (uint32_t t = 0; t < new_ring->nmembers; t++)
+        changed += new_ring->points[t] - kept[t];
+    return changed;
+}
+
 /* Both rings place points by the same rule, so a point's position says which it is. */
 static bool diff_can_be_sparse(const struct rd_ring *old, const struct rd_ring *new_ring)
 {
@@ -1887,7 +1964,7 @@ static bool diff_can_be_sparse(const struct rd_ring *old, const struct rd_ring *
 }
 
 static int ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
-                     bool walk, const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
+                     unsigned way, const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
 {
     memset(out, 0, sizeof *out);
     uint32_t na = old ? old->npoints : 0;
@@ -1909,11 +1986,30 @@ static int ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring, 
         }
     }
 
-    struct move_list l = {0};
-    int rc = 1;
-    if (!walk && diff_can_be_sparse(old, new_ring))
-        rc = diff_sparse(old, new_ring, old_to_new, hooks, &l);
-    if (rc == 1) rc = diff_walk(old, new_ring, old_to_new, hooks, &l);
+    /* Arcs change hands only where a point is in one ring only (see diff_sparse): at most
+     * `changed` of them, all points of both rings unless the rings place points alike. */
+    uint64_t changed = (uint64_t)na + nb;
+    uint32_t *kept = NULL;
+    if (diff_can_be_sparse(old, new_ring)) {
+        kept = ring_alloc(hooks, new_ring->nmembers * sizeof *kept);
+        if (!kept) {
+            free(old_to_new);
+            return RD_ENOMEM;
+        }
+        changed = points_in_one_ring(old, new_ring, old_to_new, kept);
+    }
+    struct move_list l = {.last_cell = SIZE_MAX, .index_only = way & RD_RING_DIFF_INDEXED};
+    int rc = move_list_start(hooks, &l, old, new_ring, changed);
+    if (rc == 0) {
+        /* the sparse pass while those points are few enough to pay for hashing again */
+        if (kept && !(way & RD_RING_DIFF_WALK) && changed * DIFF_SPARSE_SHARE <= (uint64_t)na + nb)
+            rc = diff_sparse(old, new_ring, old_to_new, kept, changed, hooks, &l);
+        else
+            rc = diff_walk(old, new_ring, old_to_new, hooks, &l);
+    }
+    if (rc == 0) rc = move_list_gather(hooks, &l);
+    free(l.cells);
+    free(kept);
     free(old_to_new);
     free(l.index);
     if (rc != 0 || l.n == 0) { /* failed, or nothing changed hands */
@@ -1951,14 +2047,14 @@ static int ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring, 
 int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
                       const struct rd_ring_hooks *hooks, struct rd_ring_diff *out)
 {
-    return ring_diff(old, new_ring, max_moves, false, hooks, out);
+    return ring_diff(old, new_ring, max_moves, 0, hooks, out);
 }
 
-int rd_ring_diff_walk_with(const struct rd_ring *old, const struct rd_ring *new_ring,
-                           size_t max_moves, const struct rd_ring_hooks *hooks,
-                           struct rd_ring_diff *out)
+int rd_ring_diff_way_with(const struct rd_ring *old, const struct rd_ring *new_ring,
+                          size_t max_moves, unsigned way, const struct rd_ring_hooks *hooks,
+                          struct rd_ring_diff *out)
 {
-    return ring_diff(old, new_ring, max_moves, true, hooks, out);
+    return ring_diff(old, new_ring, max_moves, way, hooks, out);
 }
 
 void rd_ring_diff_destroy(struct rd_ring_diff *diff)

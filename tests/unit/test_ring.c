@@ -1318,9 +1318,10 @@ static void test_ring_every_allocation_failure_is_enomem_and_leaks_nothing(void 
     diffs = per_target[0] + per_target[1];
     printf("allocation failures: %d points in rd_ring_new, %d in rd_ring_diff, all RD_ENOMEM\n",
            builds, diffs);
-    /* the walk allocates the pairing, the move index and list (grown as the pairs come)
-     * and the moves; the sparse pass, with few pairs, those once each and the kept counts
-     * and the points too: which path ran shows in the count */
+    /* the walk allocates the pairing, the dense cells (few members: few possible pairs),
+     * the pairs gathered from them and the moves; the sparse pass, with few arcs, the
+     * pairing, the kept counts, the points, the move index and list (once each) and the
+     * moves: which path ran shows in the count */
     assert_true(builds >= 3);
     assert_true(per_target[0] >= 4);
     assert_int_equal(per_target[1], 6);
