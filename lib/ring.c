@@ -1573,11 +1573,12 @@ struct move_list {
     size_t n, cap;
     uint32_t *index; /* [mask + 1] entry index + 1, 0 = empty */
     size_t mask;
-    size_t last;       /* the entry added to last: neighbouring intervals often share a pair */
-    uint64_t *cells;   /* dense: [from * nto + to] the pair's sum modulo 2^64; 0 = none */
-    size_t nfrom, nto; /* dense: members of each ring + 1, the last one for NOBODY */
-    size_t last_cell;  /* dense: the cell added to last, SIZE_MAX before the first */
-    bool index_only;   /* RD_RING_DIFF_INDEXED */
+    size_t last;         /* the entry added to last: neighbouring intervals often share a pair */
+    uint64_t *cells;     /* dense: [from * nto + to] the pair's sum modulo 2^64; 0 = none */
+    uint32_t nfrom, nto; /* dense: members of each ring + 1, the last one for NOBODY (32-bit,
+                            so that a store to a cell cannot alias them) */
+    uint32_t last_cell;  /* dense: the cell added to last, UINT32_MAX before the first */
+    unsigned way;        /* RD_RING_DIFF_INDEXED or RD_RING_DIFF_CELLS: a test's choice */
 };
 
 static size_t move_slot(const struct move_list *l, uint32_t from, uint32_t to)
@@ -1614,8 +1615,8 @@ static inline int move_add(const struct rd_ring_hooks *hooks, struct move_list *
                            uint32_t to, struct u128 len)
 {
     if (!l->cells) return move_index_add(hooks, l, from, to, len);
-    size_t f = from == NOBODY ? l->nfrom - 1 : from;
-    size_t t = to == NOBODY ? l->nto - 1 : to;
+    uint32_t f = from == NOBODY ? l->nfrom - 1 : from;
+    uint32_t t = to == NOBODY ? l->nto - 1 : to;
     l->last_cell = f * l->nto + t;
     l->cells[l->last_cell] += len.lo; /* 2^64 adds 0: see move_list_gather */
     return 0;
@@ -1651,13 +1652,14 @@ static int move_index_add(const struct rd_ring_hooks *hooks, struct move_list *l
     return 0;
 }
 
-/* A cell costs its clearing and its scan, 16 bytes in order, where an arc summed by the
+/* A cell costs its clearing and two scans, 24 bytes in order, where an arc summed by the
  * index costs two lines at random: cells win up to about this many an arc. */
 #define DENSE_CELLS_PER_ARC 16
 
 /* Sums densely when the possible pairs are few against the arcs, at most `arcs_max`, and
- * no more than the points of both rings: then the cells take less memory than the rings'
- * own hashes, and clearing and scanning them less time than the arcs would by the index. */
+ * no more than the points of both rings: then the cells take no more memory than the
+ * rings' own hashes, and clearing and scanning them less time than the arcs would by the
+ * index. Tests may ask for either way (ring_internal.h). */
 static int move_list_start(const struct rd_ring_hooks *hooks, struct move_list *l,
                            const struct rd_ring *old, const struct rd_ring *new_ring,
                            uint64_t arcs_max)
@@ -1666,12 +1668,15 @@ static int move_list_start(const struct rd_ring_hooks *hooks, struct move_list *
     size_t nto = (new_ring && new_ring->npoints ? new_ring->nmembers : 0) + 1;
     uint64_t cells = (uint64_t)nfrom * nto;
     uint64_t points = (uint64_t)(old ? old->npoints : 0) + (new_ring ? new_ring->npoints : 0);
-    if (l->index_only || cells > points || cells > DENSE_CELLS_PER_ARC * arcs_max) return 0;
+    bool dense = (l->way & RD_RING_DIFF_CELLS) ||
+                 (cells <= points && cells <= DENSE_CELLS_PER_ARC * arcs_max);
+    /* a cell's number fits 32 bits: 2^25 cells at most but when a test asks for them */
+    if ((l->way & RD_RING_DIFF_INDEXED) || !dense || cells > UINT32_MAX) return 0;
     l->cells = ring_alloc(hooks, nfrom * nto * sizeof *l->cells);
     if (!l->cells) return RD_ENOMEM;
     memset(l->cells, 0, nfrom * nto * sizeof *l->cells);
-    l->nfrom = nfrom;
-    l->nto = nto;
+    l->nfrom = (uint32_t)nfrom;
+    l->nto = (uint32_t)nto;
     return 0;
 }
 
@@ -1681,10 +1686,10 @@ static int move_list_start(const struct rd_ring_hooks *hooks, struct move_list *
 static int move_list_gather(const struct rd_ring_hooks *hooks, struct move_list *l)
 {
     if (!l->cells) return 0;
-    size_t cells = l->nfrom * l->nto, n = 0;
+    size_t cells = (size_t)l->nfrom * l->nto, n = 0;
     for (size_t k = 0; k < cells; k++)
         n += l->cells[k] != 0;
-    bool whole = n == 0 && l->last_cell != SIZE_MAX;
+    bool whole = n == 0 && l->last_cell != UINT32_MAX;
     n += whole;
     l->v = n ? ring_alloc(hooks, n * sizeof *l->v) : NULL;
     if (n && !l->v) {
@@ -1998,7 +2003,7 @@ static int ring_diff(const struct rd_ring *old, const struct rd_ring *new_ring, 
         }
         changed = points_in_one_ring(old, new_ring, old_to_new, kept);
     }
-    struct move_list l = {.last_cell = SIZE_MAX, .index_only = way & RD_RING_DIFF_INDEXED};
+    struct move_list l = {.last_cell = UINT32_MAX, .way = way};
     int rc = move_list_start(hooks, &l, old, new_ring, changed);
     if (rc == 0) {
         /* the sparse pass while those points are few enough to pay for hashing again */

@@ -51,11 +51,13 @@ int rd_ring_new_ketama_with(const struct rd_ring_member *members, size_t n,
 /** rd_ring_diff_top() with hooks (only `alloc` is used); SIZE_MAX keeps every pair. */
 int rd_ring_diff_with(const struct rd_ring *old, const struct rd_ring *new_ring, size_t max_moves,
                       const struct rd_ring_hooks *hooks, struct rd_ring_diff *out);
-/** Ways of rd_ring_diff_way_with(), or'ed: by the walk over every point of both rings,
- *  which the diff otherwise takes only when the points in one ring only are many; and summed
- *  by the index of pairs, which it otherwise takes only when the possible pairs outnumber
- *  the arcs. */
-enum { RD_RING_DIFF_WALK = 1, RD_RING_DIFF_INDEXED = 2 };
+/** Ways of rd_ring_diff_way_with(), or'ed. RD_RING_DIFF_WALK: the walk over every point of
+ *  both rings, which the diff otherwise takes only when the points in one ring only are
+ *  more than an eighth of both rings'. RD_RING_DIFF_INDEXED or RD_RING_DIFF_CELLS: the
+ *  arcs summed by pair through the index of pairs, or in one dense cell per possible pair,
+ *  where the diff otherwise takes the cells only while they are no more than the points of
+ *  both rings and 16 per arc that can change hands. */
+enum { RD_RING_DIFF_WALK = 1, RD_RING_DIFF_INDEXED = 2, RD_RING_DIFF_CELLS = 4 };
 /** rd_ring_diff_with() the ways `way` asks for: tests check that every way gives one answer. */
 int rd_ring_diff_way_with(const struct rd_ring *old, const struct rd_ring *new_ring,
                           size_t max_moves, unsigned way, const struct rd_ring_hooks *hooks,
