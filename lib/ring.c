@@ -1609,20 +1609,6 @@ static int move_index_grow(const struct rd_ring_hooks *hooks, struct move_list *
 }
 
 static int move_index_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
-                          uint32_t to, struct u128 len);
-
-static inline int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
-                           uint32_t to, struct u128 len)
-{
-    if (!l->cells) return move_index_add(hooks, l, from, to, len);
-    uint32_t f = from == NOBODY ? l->nfrom - 1 : from;
-    uint32_t t = to == NOBODY ? l->nto - 1 : to;
-    l->last_cell = f * l->nto + t;
-    l->cells[l->last_cell] += len.lo; /* 2^64 adds 0: see move_list_gather */
-    return 0;
-}
-
-static int move_index_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
                           uint32_t to, struct u128 len)
 {
     if (l->n > 0 && l->v[l->last].from == from && l->v[l->last].to == to) {
@@ -1649,6 +1635,18 @@ static int move_index_add(const struct rd_ring_hooks *hooks, struct move_list *l
     l->last = l->n;
     l->v[l->n++] = (struct move_acc){from, to, len};
     l->index[k] = (uint32_t)l->n;
+    return 0;
+}
+
+/* Adds an arc to its pair's sum: in the cells, or through the index. */
+static inline int move_add(const struct rd_ring_hooks *hooks, struct move_list *l, uint32_t from,
+                           uint32_t to, struct u128 len)
+{
+    if (!l->cells) return move_index_add(hooks, l, from, to, len);
+    uint32_t f = from == NOBODY ? l->nfrom - 1 : from;
+    uint32_t t = to == NOBODY ? l->nto - 1 : to;
+    l->last_cell = f * l->nto + t;
+    l->cells[l->last_cell] += len.lo; /* 2^64 adds 0: see move_list_gather */
     return 0;
 }
 
