@@ -42,7 +42,8 @@
  * the rule does not hang on the stability of any pass.
  *
  * Point encoding. u8 len | name | u32 big-endian i cannot collide between different
- * (name, i) pairs, unlike concatenation ("1.2.3.4:55"+"5" = "1.2.3.4:5"+"55").
+ * (name, i) pairs, unlike concatenation ("1.2.3.4:55"+"5" = "1.2.3.4:5"+"55"). Its XXH3 is
+ * pointhash.c's: set up once per member, then a few multiplies per point.
  *
  * Point counts. max(1, (vnodes * weight_milli + 500) / 1000) in 64-bit integers: a member's
  * count depends on its own weight and nothing else, never on floats or the total weight
@@ -82,6 +83,7 @@
 #include <string.h>
 
 #include "ketama.h"
+#include "pointhash.h"
 #include "rd_err.h"
 
 /* Inline XXH3 so that hashing a short key or point costs no call into libxxhash. */
@@ -92,12 +94,9 @@
 _Static_assert(RD_RING_MAX_POINTS <= (1u << 24), "prefix table index must fit the bucket math");
 _Static_assert(RD_RING_VNODES_MAX <= UINT64_MAX / 2 / RD_WEIGHT_MAX,
                "point count arithmetic must not overflow");
-_Static_assert(RD_NAME_MAX <= 255, "name length is encoded in one byte");
 
-/* Largest encoded point: u8 len | name | u32 i. */
-#define POINT_BUF_MAX (1 + RD_NAME_MAX + 4)
 /* Largest member in the checksum: point prefix | u32 weight | u8 len | zone | u8 len | identity. */
-#define MEMBER_SUM_MAX (POINT_BUF_MAX + 4 + 1 + RD_ZONE_MAX + 1 + RD_RING_IDENTITY_MAX)
+#define MEMBER_SUM_MAX (RD_POINT_BUF_MAX + 4 + 1 + RD_ZONE_MAX + 1 + RD_RING_IDENTITY_MAX)
 /* rd_ring_owners() dedupes on a stack bitmap up to this many members (2 KiB of stack). */
 #define OWNERS_STACK_MEMBERS 16384
 /* ... and by scanning out[] when it wants at most this many members. */
@@ -158,17 +157,7 @@ static void *ring_alloc(const struct rd_ring_hooks *hooks, size_t size)
 
 /* ---- hashing ---------------------------------------------------------------------------- */
 
-/* Writes the point encoding's fixed part (u8 len | name) to buf; returns its length. */
-static size_t point_prefix(uint8_t *buf, const char *name, size_t len)
-{
-    buf[0] = (uint8_t)len;
-    memcpy(buf + 1, name, len);
-    return 1 + len;
-}
-
-/* One 4-byte store. GCC 12 left the four byte stores of the shift-and-mask form unmerged
- * here, and in hash_batch, where XXH3 reads each encoding soon after it is written, they
- * cost a sixth of a full build at 100 x 512 and a tenth at 1,000 x 512 (bench/README.md). */
+/* One 4-byte store, for the checksum's fields. */
 static inline void put_be32(uint8_t *p, uint32_t v)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -177,19 +166,9 @@ static inline void put_be32(uint8_t *p, uint32_t v)
     memcpy(p, &v, sizeof v);
 }
 
-/* Appends u32 big-endian i after a prefix of `plen` bytes and hashes the whole. */
-static inline uint64_t point_hash_at(uint8_t buf[POINT_BUF_MAX], size_t plen, uint32_t i)
-{
-    put_be32(buf + plen, i);
-    return XXH3_64bits(buf, plen + 4);
-}
-
 uint64_t rd_ring_point_hash(const char *name, size_t name_len, uint32_t i)
 {
-    uint8_t buf[POINT_BUF_MAX];
-    /* Names are at most RD_NAME_MAX bytes; a longer one is a caller bug, truncated safely. */
-    if (name_len > RD_NAME_MAX) name_len = RD_NAME_MAX;
-    return point_hash_at(buf, point_prefix(buf, name, name_len), i);
+    return rd_point_hash(name, name_len, i);
 }
 
 uint64_t rd_ring_key_hash(const void *key, size_t len)
@@ -245,8 +224,6 @@ static size_t align_up(size_t n, size_t a)
 #define COARSE_BITS_MAX 8
 /* ... and about 2^FINE_BITS buckets (~ points) per group, so that a group sorts in cache. */
 #define FINE_BITS 10
-/* Points encoded ahead of hashing (see hash_batch). */
-#define HASH_BATCH 32
 /* From this many points on, the sort's staging and the ring's arrays outgrow the caches,
  * and sort_points prefetches where it is about to write (see there); below, the data is
  * in cache and the prefetches would be pure cost. */
@@ -308,24 +285,21 @@ static struct sort_tmp sort_tmp_of(char *mem, const struct sort_shape *sh)
     return t;
 }
 
-/*
- * Hashes points i0 .. i0+cnt-1 of member nm into out[]. enc[] holds the member's encoding
- * prefix in its first min(points, HASH_BATCH) slots. The indexes are written for the whole
- * batch before any is hashed: XXH3 reading 8 bytes that overlap a store still in flight
- * stalls on store forwarding, which costs 4x the hash itself.
- */
-static void hash_batch(uint8_t enc[][POINT_BUF_MAX], size_t plen, const struct ring_name *nm,
-                       uint32_t i0, uint32_t cnt, rd_ring_point_hash_fn *fn, void *ctx,
-                       uint64_t out[HASH_BATCH])
+/* Hashes points i0 .. i0+cnt-1 (cnt <= RD_POINT_BATCH) of member nm into out[]: with ph,
+ * nm's hasher, or with the point hash a test put in its place. */
+static void hash_batch(const struct rd_point_hasher *ph, const struct ring_name *nm, uint32_t i0,
+                       uint32_t cnt, rd_ring_point_hash_fn *fn, void *ctx, uint64_t *out)
 {
+    if (!fn) {
+        rd_point_hashes(ph, i0, cnt, out);
+        return;
+    }
     for (uint32_t s = 0; s < cnt; s++)
-        put_be32(enc[s] + plen, i0 + s);
-    for (uint32_t s = 0; s < cnt; s++)
-        out[s] = fn ? fn(nm->s, nm->len, i0 + s, ctx) : XXH3_64bits(enc[s], plen + 4);
+        out[s] = fn(nm->s, nm->len, i0 + s, ctx);
 }
 
 /*
- * Every point of the ring in member order, a batch of up to HASH_BATCH hashes at a time:
+ * Every point of the ring in member order, a batch of up to RD_POINT_BATCH hashes at a time:
  * after walk_next() returns true, hb[0 .. cnt-1] are the hashes of member m's points
  * i0 .. i0+cnt-1. Both ways of filling the sort's staging (see sort_points) walk this.
  */
@@ -336,31 +310,21 @@ struct point_walk {
     const atomic_bool *abandon; /* NULL, or stop once it reads true ... */
     bool abandoned;             /* ... which walk_next() then returned false for */
     uint32_t m, i0, cnt;
-    size_t plen;                            /* length of member m's encoding prefix */
-    size_t klen;                            /* ketama: length of m's hashed server string */
-    uint8_t enc[HASH_BATCH][POINT_BUF_MAX]; /* member m's prefix, one copy per batch slot */
-    uint64_t hb[HASH_BATCH];
+    size_t klen;               /* ketama: length of m's hashed server string */
+    struct rd_point_hasher ph; /* member m's */
+    uint64_t hb[RD_POINT_BATCH];
 };
 
-/* Encodes member m's prefix into the batch slots it will use. */
+/* Sets up the hashing of member m's points. */
 static void walk_enter(struct point_walk *w)
 {
     const struct ring_name *nm = &w->r->names[w->m];
-    uint32_t np = w->r->points[w->m];
     if (w->r->mode == RD_RING_MODE_KETAMA) {
         const char *id = w->r->ids + w->r->id_off[w->m];
         w->klen = rd_ketama_hashed_len(id, w->r->id_off[w->m + 1] - w->r->id_off[w->m] - 1);
         return;
     }
-    w->plen = point_prefix(w->enc[0], nm->s, nm->len);
-    /* The other slots copy slot 0 a word at a time: a copy of a length known only at run time
-     * compiles to `rep movs`, whose start-up cost, paid per slot, was 7% of a full build.
-     * The words past plen carry bytes that the index overwrites or no hash reads; the
-     * rounded length stays within a slot (plen <= 256 < POINT_BUF_MAX). */
-    size_t words = (w->plen + 7) / 8;
-    for (uint32_t s = 1; s < np && s < HASH_BATCH; s++)
-        for (size_t k = 0; k < words; k++)
-            memcpy(w->enc[s] + 8 * k, w->enc[0] + 8 * k, 8);
+    rd_point_hasher_init(&w->ph, nm->s, nm->len);
 }
 
 static void walk_start(struct point_walk *w, const struct rd_ring *r,
@@ -374,7 +338,6 @@ static void walk_start(struct point_walk *w, const struct rd_ring *r,
     w->m = 0;
     w->i0 = 0;
     w->cnt = 0;
-    w->plen = 0;
     w->klen = 0;
     if (r->nmembers > 0) walk_enter(w);
 }
@@ -400,16 +363,16 @@ static bool walk_next(struct point_walk *w)
     }
     if (w->m == r->nmembers) return false;
     uint32_t left = r->points[w->m] - w->i0;
-    w->cnt = left < HASH_BATCH ? left : HASH_BATCH;
+    w->cnt = left < RD_POINT_BATCH ? left : RD_POINT_BATCH;
     if (r->mode == RD_RING_MODE_KETAMA) {
         /* a ketama value v sits at v << 32: the order of positions is the order of values */
-        uint32_t v[HASH_BATCH];
+        uint32_t v[RD_POINT_BATCH];
         rd_ketama_points(r->ids + r->id_off[w->m], w->klen, r->ketama_weighted, w->i0, w->cnt, v);
         for (uint32_t s = 0; s < w->cnt; s++)
             w->hb[s] = (uint64_t)v[s] << 32;
         return true;
     }
-    hash_batch(w->enc, w->plen, &r->names[w->m], w->i0, w->cnt, w->fn, w->ctx, w->hb);
+    hash_batch(&w->ph, &r->names[w->m], w->i0, w->cnt, w->fn, w->ctx, w->hb);
     return true;
 }
 
@@ -869,7 +832,7 @@ static void fill_members(struct rd_ring *r, const struct build_plan *p)
             XXH3_64bits_update(&st, chunk, used);
             used = 0;
         }
-        used += point_prefix(chunk + used, nm->s, len);
+        used += rd_point_prefix(chunk + used, nm->s, len);
         put_be32(chunk + used, pc);
         put_be32(chunk + used + 4, m->weight);
         used += 8;
@@ -1847,14 +1810,13 @@ static int diff_walk(const struct rd_ring *old, const struct rd_ring *new_ring,
 static void hash_member_points(const struct rd_ring *r, uint32_t m, uint32_t i0, uint32_t i1,
                                uint64_t *out)
 {
-    uint8_t enc[HASH_BATCH][POINT_BUF_MAX];
+    if (i0 >= i1) return; /* most members, in most diffs */
+    struct rd_point_hasher ph;
     const struct ring_name *nm = &r->names[m];
-    size_t plen = point_prefix(enc[0], nm->s, nm->len);
-    for (uint32_t s = 1; s < HASH_BATCH && s < i1 - i0; s++)
-        memcpy(enc[s], enc[0], plen);
-    for (uint32_t i = i0; i < i1; i += HASH_BATCH) {
-        uint32_t cnt = i1 - i < HASH_BATCH ? i1 - i : HASH_BATCH;
-        hash_batch(enc, plen, nm, i, cnt, r->point_hash, r->point_ctx, out + (i - i0));
+    rd_point_hasher_init(&ph, nm->s, nm->len);
+    for (uint32_t i = i0; i < i1; i += RD_POINT_BATCH) {
+        uint32_t cnt = i1 - i < RD_POINT_BATCH ? i1 - i : RD_POINT_BATCH;
+        hash_batch(&ph, nm, i, cnt, r->point_hash, r->point_ctx, out + (i - i0));
     }
 }
 
