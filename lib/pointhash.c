@@ -8,7 +8,9 @@
  * shift, or without them (struct rd_point_word). The hasher keeps the words the index
  * reaches and sums the rest once. XXH3's own inline primitives and secret do the arithmetic
  * (XXH_INLINE_ALL); what is written here is only which words go where, as xxhash.h's
- * len_4to8, len_9to16 and len_17to128 paths read them.
+ * len_4to8, len_9to16 and len_17to128 paths read them. Those inline internals are xxhash
+ * 0.8's: a version that renamed them would not compile, and XXH3's output has been frozen
+ * since 0.8.0, which test_pointhash holds the hasher to.
  */
 #include "pointhash.h"
 
