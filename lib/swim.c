@@ -344,19 +344,27 @@ static void touched(struct rd_swim *s, uint32_t i)
     if (i == 0) get_record(s, 0, &s->self);
 }
 
-/* A member's share of the membership checksum: XXH3-64 of u8 len | name | u32 BE weight. */
+/* A member's share of the membership checksum: XXH3-64 of u8 len | name | u32 BE weight,
+ * then u8 len | zone if it has a zone; what placement depends on (PROTOCOL.md). */
 static uint64_t member_hash(const struct rd_swim *s, size_t i)
 {
     const struct rec *m = &s->members[i];
-    uint8_t buf[1 + RD_NAME_MAX + 4];
+    uint8_t buf[1 + RD_NAME_MAX + 4 + 1 + RD_ZONE_MAX];
     size_t len = rd_strpool_len(s->strings, m->name);
+    size_t zlen = rd_strpool_len(s->strings, m->zone);
     buf[0] = (uint8_t)len;
     memcpy(buf + 1, name_of(s, i), len);
     buf[len + 1] = (uint8_t)(m->weight >> 24);
     buf[len + 2] = (uint8_t)(m->weight >> 16);
     buf[len + 3] = (uint8_t)(m->weight >> 8);
     buf[len + 4] = (uint8_t)m->weight;
-    return XXH3_64bits(buf, len + 5);
+    size_t n = len + 5;
+    if (zlen) {
+        buf[n++] = (uint8_t)zlen;
+        memcpy(buf + n, rd_strpool_str(s->strings, m->zone), zlen);
+        n += zlen;
+    }
+    return XXH3_64bits(buf, n);
 }
 
 /*

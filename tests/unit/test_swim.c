@@ -1233,6 +1233,58 @@ static void test_a_change_to_ones_own_record_is_seen_by_all_within_two_seconds(v
     sim_delete(sim);
 }
 
+struct zone_seen {
+    size_t viewer, about;
+    const char *zone;
+};
+
+static bool sees_zone(struct sim *sim, void *arg)
+{
+    const struct zone_seen *w = arg;
+    struct rd_member m;
+    return rd_swim_find(sim_swim(sim, w->viewer), sim_name(sim, w->about), &m) &&
+           strcmp(m.zone, w->zone) == 0;
+}
+
+/*
+ * A zone is placement (zone-aware OWNERS), so the membership checksum covers it: a member
+ * that every gossip of a zone change missed learns it from the mismatch of its next probe
+ * exchange and the SYNC that follows, within seconds, not from the periodic SYNC (30 s and
+ * more). Member 5 hears nothing while member 7 changes its zone and the news is spent.
+ * Suspicions are slowed so that the cut stays a cut, not a death.
+ */
+static void test_a_zone_change_gossip_missed_is_repaired_by_the_next_probe(void **state)
+{
+    (void)state;
+    size_t n = 10;
+    struct rd_swim_config cfg;
+    rd_swim_config_default(&cfg);
+    cfg.suspicion_mult = 30;
+    struct sim *sim = sim_new(n, test_seed(83), &cfg);
+    sim_start_all(sim, 0, 10);
+    converge(sim, n, 20000);
+    sim_run(sim, 10000);
+    struct rd_swim *s7 = sim_swim(sim, 7);
+    uint64_t sum = rd_swim_checksum(s7);
+    sim_set_cut(sim, SIZE_MAX, 5, true);
+    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), RD_WEIGHT_ONE, "zone-b", ""), 0);
+    assert_true(rd_swim_checksum(s7) != sum);
+    sim_poke(sim, 7);
+    sim_run(sim, 5000); /* every other member takes it, and every send of it is spent */
+    for (size_t i = 0; i < n; i++)
+        if (i != 7) assert_true(sees_zone(sim, &(struct zone_seen){i, 7, i == 5 ? "" : "zone-b"}));
+    sim_set_cut(sim, SIZE_MAX, 5, false);
+    uint64_t t = sim_run_until_pred(sim, sees_zone, &(struct zone_seen){5, 7, "zone-b"}, 10, 60000);
+    printf("# the zone change reached the member gossip missed %llu ms after the cut\n",
+           (unsigned long long)t);
+    assert_true(t <= 3000);
+    sim_run(sim, 5000);
+    assert_true(sim_converged(sim, n));
+    assert_int_equal(sim_false_deaths(sim), 0);
+    assert_consistent(sim);
+    sim_delete(sim);
+}
+
 /* Each member's own view of `about`'s status, for those that are up. */
 static bool all_but_see(struct sim *sim, size_t about, size_t except, int status)
 {
@@ -1358,6 +1410,7 @@ int main(void)
         cmocka_unit_test(test_tombstones_are_reaped_after_their_time),
         cmocka_unit_test(test_deaf_member_is_declared_dead_and_the_rest_stay_calm),
         cmocka_unit_test(test_a_change_to_ones_own_record_is_seen_by_all_within_two_seconds),
+        cmocka_unit_test(test_a_zone_change_gossip_missed_is_repaired_by_the_next_probe),
         cmocka_unit_test(test_force_leave_of_a_dead_member_is_taken_by_all),
         cmocka_unit_test(test_pruning_a_live_member_is_refuted_by_it),
     };
