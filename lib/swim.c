@@ -344,26 +344,32 @@ static void touched(struct rd_swim *s, uint32_t i)
     if (i == 0) get_record(s, 0, &s->self);
 }
 
-/* A member's share of the membership checksum: XXH3-64 of u8 len | name | u32 BE weight,
- * then u8 len | zone if it has a zone; what placement depends on (PROTOCOL.md). */
+/* Appends u8 len | string id to buf at n; returns the new length. */
+static size_t put_str(const struct rd_swim *s, uint8_t *buf, size_t n, uint32_t id)
+{
+    size_t len = rd_strpool_len(s->strings, id);
+    buf[n] = (uint8_t)len;
+    memcpy(buf + n + 1, rd_strpool_str(s->strings, id), len);
+    return n + 1 + len;
+}
+
+/*
+ * A member's share of the membership checksum, XXH3-64 of: u8 len | name | u32 BE weight;
+ * then u8 len | zone for a member with a zone or tags, then u8 len | tags for one with tags.
+ * What placement depends on (PROTOCOL.md): zones for zone-aware replicas, tags for ketama
+ * mode's identities. A member with neither hashes as it did before they were covered.
+ */
 static uint64_t member_hash(const struct rd_swim *s, size_t i)
 {
     const struct rec *m = &s->members[i];
-    uint8_t buf[1 + RD_NAME_MAX + 4 + 1 + RD_ZONE_MAX];
-    size_t len = rd_strpool_len(s->strings, m->name);
-    size_t zlen = rd_strpool_len(s->strings, m->zone);
-    buf[0] = (uint8_t)len;
-    memcpy(buf + 1, name_of(s, i), len);
-    buf[len + 1] = (uint8_t)(m->weight >> 24);
-    buf[len + 2] = (uint8_t)(m->weight >> 16);
-    buf[len + 3] = (uint8_t)(m->weight >> 8);
-    buf[len + 4] = (uint8_t)m->weight;
-    size_t n = len + 5;
-    if (zlen) {
-        buf[n++] = (uint8_t)zlen;
-        memcpy(buf + n, rd_strpool_str(s->strings, m->zone), zlen);
-        n += zlen;
-    }
+    uint8_t buf[1 + RD_NAME_MAX + 4 + 1 + RD_ZONE_MAX + 1 + RD_TAGS_MAX];
+    size_t n = put_str(s, buf, 0, m->name);
+    buf[n++] = (uint8_t)(m->weight >> 24);
+    buf[n++] = (uint8_t)(m->weight >> 16);
+    buf[n++] = (uint8_t)(m->weight >> 8);
+    buf[n++] = (uint8_t)m->weight;
+    if (m->zone || m->tags) n = put_str(s, buf, n, m->zone);
+    if (m->tags) n = put_str(s, buf, n, m->tags);
     return XXH3_64bits(buf, n);
 }
 

@@ -269,10 +269,10 @@ int rd_swim_status_of(const struct rd_swim *s, const char *name);
 void rd_swim_counts(const struct rd_swim *s, size_t counts[4]);
 /**
  * Membership checksum: the sum (mod 2^64) over the members in the ring (alive and
- * suspect) of XXH3-64 of u8 len | name | u32 big-endian weight, then u8 len | zone for a
- * member with a zone. A sum does not depend on order, so it is kept up to date in O(1) per
- * change. Equal on two agents exactly when their rings hold the same members at the same
- * weights in the same zones (up to hash collisions).
+ * suspect) of XXH3-64 of u8 len | name | u32 big-endian weight, then u8 len | zone and
+ * u8 len | tags for a member that has them (PROTOCOL.md). A sum does not depend on order,
+ * so it is kept up to date in O(1) per change. Equal on two agents exactly when they hold
+ * the same members at the same weights, zones and tags (up to hash collisions).
  */
 uint64_t rd_swim_checksum(const struct rd_swim *s);
 /**

@@ -1233,56 +1233,72 @@ static void test_a_change_to_ones_own_record_is_seen_by_all_within_two_seconds(v
     sim_delete(sim);
 }
 
-struct zone_seen {
+struct place_seen {
     size_t viewer, about;
-    const char *zone;
+    const char *zone, *tags;
 };
 
-static bool sees_zone(struct sim *sim, void *arg)
+static bool sees_place(struct sim *sim, void *arg)
 {
-    const struct zone_seen *w = arg;
+    const struct place_seen *w = arg;
     struct rd_member m;
     return rd_swim_find(sim_swim(sim, w->viewer), sim_name(sim, w->about), &m) &&
-           strcmp(m.zone, w->zone) == 0;
+           strcmp(m.zone, w->zone) == 0 && strcmp(m.tags, w->tags) == 0;
 }
 
 /*
- * A zone is placement (zone-aware OWNERS), so the membership checksum covers it: a member
- * that every gossip of a zone change missed learns it from the mismatch of its next probe
- * exchange and the SYNC that follows, within seconds, not from the periodic SYNC (30 s and
- * more). Member 5 hears nothing while member 7 changes its zone and the news is spent.
- * Suspicions are slowed so that the cut stays a cut, not a death.
+ * Member 5 hears nothing while member 7 changes its zone and tags and the news is spent;
+ * once it can hear again, returns how long it takes to have them. Suspicions are slowed so
+ * that the cut stays a cut, not a death.
  */
-static void test_a_zone_change_gossip_missed_is_repaired_by_the_next_probe(void **state)
+static uint64_t missed_change_repaired_after(uint64_t seed, const char *zone, const char *tags)
 {
-    (void)state;
     size_t n = 10;
     struct rd_swim_config cfg;
     rd_swim_config_default(&cfg);
     cfg.suspicion_mult = 30;
-    struct sim *sim = sim_new(n, test_seed(83), &cfg);
+    struct sim *sim = sim_new(n, test_seed(seed), &cfg);
     sim_start_all(sim, 0, 10);
     converge(sim, n, 20000);
     sim_run(sim, 10000);
     struct rd_swim *s7 = sim_swim(sim, 7);
     uint64_t sum = rd_swim_checksum(s7);
     sim_set_cut(sim, SIZE_MAX, 5, true);
-    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), RD_WEIGHT_ONE, "zone-b", ""), 0);
+    assert_int_equal(rd_swim_update_self(s7, sim_now(sim), RD_WEIGHT_ONE, zone, tags), 0);
     assert_true(rd_swim_checksum(s7) != sum);
     sim_poke(sim, 7);
     sim_run(sim, 5000); /* every other member takes it, and every send of it is spent */
     for (size_t i = 0; i < n; i++)
-        if (i != 7) assert_true(sees_zone(sim, &(struct zone_seen){i, 7, i == 5 ? "" : "zone-b"}));
+        if (i != 7)
+            assert_true(sees_place(
+                sim, &(struct place_seen){i, 7, i == 5 ? "" : zone, i == 5 ? "" : tags}));
     sim_set_cut(sim, SIZE_MAX, 5, false);
-    uint64_t t = sim_run_until_pred(sim, sees_zone, &(struct zone_seen){5, 7, "zone-b"}, 10, 60000);
-    printf("# the zone change reached the member gossip missed %llu ms after the cut\n",
-           (unsigned long long)t);
-    assert_true(t <= 3000);
+    struct place_seen want = {5, 7, zone, tags};
+    uint64_t t = sim_run_until_pred(sim, sees_place, &want, 10, 60000);
     sim_run(sim, 5000);
     assert_true(sim_converged(sim, n));
     assert_int_equal(sim_false_deaths(sim), 0);
     assert_consistent(sim);
     sim_delete(sim);
+    return t;
+}
+
+/*
+ * Zones (zone-aware OWNERS) and tags (ketama mode's identities) are placement, so the
+ * membership checksum covers them: a member that every gossip of a change missed learns it
+ * from the mismatch of its next probe exchange and the SYNC that follows, within seconds,
+ * not from the periodic SYNC (30 s and more).
+ */
+static void test_a_placement_change_gossip_missed_is_repaired_by_the_next_probe(void **state)
+{
+    (void)state;
+    uint64_t t = missed_change_repaired_after(83, "zone-b", "");
+    printf("# a zone change reached the member gossip missed %llu ms after the cut\n",
+           (unsigned long long)t);
+    assert_true(t <= 3000);
+    t = missed_change_repaired_after(84, "", "ketama=10.0.0.7:11211");
+    printf("# a tag change reached it %llu ms after the cut\n", (unsigned long long)t);
+    assert_true(t <= 3000);
 }
 
 /* Each member's own view of `about`'s status, for those that are up. */
@@ -1410,7 +1426,7 @@ int main(void)
         cmocka_unit_test(test_tombstones_are_reaped_after_their_time),
         cmocka_unit_test(test_deaf_member_is_declared_dead_and_the_rest_stay_calm),
         cmocka_unit_test(test_a_change_to_ones_own_record_is_seen_by_all_within_two_seconds),
-        cmocka_unit_test(test_a_zone_change_gossip_missed_is_repaired_by_the_next_probe),
+        cmocka_unit_test(test_a_placement_change_gossip_missed_is_repaired_by_the_next_probe),
         cmocka_unit_test(test_force_leave_of_a_dead_member_is_taken_by_all),
         cmocka_unit_test(test_pruning_a_live_member_is_refuted_by_it),
     };
