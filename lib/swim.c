@@ -357,7 +357,7 @@ static size_t put_str(const struct rd_swim *s, uint8_t *buf, size_t n, uint32_t 
  * A member's share of the membership checksum, XXH3-64 of: u8 len | name | u32 BE weight;
  * then u8 len | zone for a member with a zone or tags, then u8 len | tags for one with tags.
  * What placement depends on (PROTOCOL.md): zones for zone-aware replicas, tags for ketama
- * mode's identities. A member with neither hashes as it did before they were covered.
+ * mode's identities. A member with neither hashes the first part alone.
  */
 static uint64_t member_hash(const struct rd_swim *s, size_t i)
 {
