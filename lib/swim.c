@@ -344,7 +344,8 @@ static void touched(struct rd_swim *s, uint32_t i)
     if (i == 0) get_record(s, 0, &s->self);
 }
 
-/* Appends u8 len | string id to buf at n; returns the new length. */
+/* Appends u8 len | the string of pool id `id` to buf at n; returns the new length. Id 0 is
+ * the empty string, so member_hash tests a zone or tags by its id. */
 static size_t put_str(const struct rd_swim *s, uint8_t *buf, size_t n, uint32_t id)
 {
     size_t len = rd_strpool_len(s->strings, id);
