@@ -420,9 +420,10 @@ static inline size_t group_of(uint64_t h, unsigned c)
  * is not in cache: a line of a group's staging every 8 hashes, and in step 2 the group's
  * whole range of hashes[], owner[] and first[]. Each such write waits for the line to be
  * read first, and the hardware prefetchers follow 2^c interleaved write streams or a
- * scatter no better than not at all. So step 1 asks for the line PREFETCH_LINES ahead when
- * a group starts a new one, and step 2 asks for the next group's ranges before it works on
- * this one. At 1,000 x 512 the two take 15-20% off a full build (bench/README.md).
+ * scatter no better than not at all. So step 1 asks, with every point, for the group's
+ * line PREFETCH_LINES ahead (asking only when a group starts a new line would be a branch
+ * that mispredicts one point in eight, which cost more than the repeated requests), and
+ * step 2 asks for the next group's ranges before it works on this one (bench/README.md).
  */
 static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *sh,
                         struct sort_tmp t, const struct rd_ring_hooks *hooks)
@@ -449,9 +450,9 @@ static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
                 break;
             }
             size_t at = g * sh->cap + fill[g]++;
-            if (far && at % 8 == 0) { /* a new line of hashes; of owners every other time */
-                __builtin_prefetch(t.h + at + 8 * PREFETCH_LINES, 1);
-                if (at % 16 == 0) __builtin_prefetch(t.o + at + 16 * PREFETCH_LINES, 1);
+            if (far) { /* into L2: 2^c streams, two lines ahead each, would crowd L1 */
+                __builtin_prefetch(t.h + at + 8 * PREFETCH_LINES, 1, 2);
+                __builtin_prefetch(t.o + at + 16 * PREFETCH_LINES, 1, 2);
             }
             t.h[at] = w.hb[s];
             t.o[at] = w.m;
