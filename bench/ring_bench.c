@@ -54,6 +54,7 @@
 
 #include "bench_util.h"
 #include "heap.h"
+#include "pointhash.h"
 #include "ring.h"
 #include "ring_internal.h"
 
@@ -568,7 +569,10 @@ int main(int argc, char **argv)
         if (mismatches) return 1;
     }
 
-    printf("\nrebuild: ms per rd_ring_new() at vnodes %u, median\n", RD_RING_VNODES_DEFAULT);
+    static const char *const kernel[] = {"one at a time", "4 at a time (AVX2)",
+                                         "8 at a time (AVX-512)"};
+    printf("\nrebuild: ms per rd_ring_new() at vnodes %u, median; points hashed %s\n",
+           RD_RING_VNODES_DEFAULT, kernel[rd_point_kernel_best()]);
     printf("%8s %7s %9s | %10s %5s\n", "members", "vnodes", "points", "ms", "runs");
     static const size_t build_members[] = {100, 1000, 10000};
     for (size_t c = 0; c < sizeof build_members / sizeof *build_members; c++) {

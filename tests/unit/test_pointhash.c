@@ -5,8 +5,10 @@
  * own path through it: each length from 0 to RD_NAME_MAX is checked, with names of every
  * byte value (a name's bytes are whatever the caller validated), at the indexes where the
  * big-endian encoding changes shape (byte carries, the top byte, UINT32_MAX) and at seeded
- * random ones, in batches of every size. The reference builds the encoding by hand and
- * calls libxxhash's XXH3_64bits, not the module's own rd_point_hash. The seed is printed.
+ * random ones, in batches of every size to 17 and around each multiple of 32, on every
+ * kernel (scalar, AVX2, AVX-512) that this CPU runs; the test prints which. The reference
+ * builds the encoding by hand and calls libxxhash's XXH3_64bits, not the module's own
+ * rd_point_hash. The seed is printed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,18 +46,29 @@ static uint64_t test_seed(void)
     return seed;
 }
 
-/* Every batch size at i0, and rd_point_hash at each index, against the reference. */
+static const char *const kernel_names[] = {"one point at a time", "4 lanes (AVX2)",
+                                           "8 lanes (AVX-512)"};
+
+/* Every batch size at i0 on every kernel this CPU runs, and rd_point_hash at each index,
+ * against the reference. */
 static void check_batches(const struct rd_point_hasher *h, const uint8_t *name, size_t len,
                           uint32_t i0)
 {
-    for (uint32_t n = 1; n <= RD_POINT_BATCH; n++) {
-        uint64_t out[RD_POINT_BATCH];
-        rd_point_hashes(h, i0, n, out);
-        for (uint32_t k = 0; k < n; k++) {
-            uint64_t want = reference(name, len, i0 + k);
-            if (out[k] != want)
-                fail_msg("name length %zu, index %u (batch of %u from %u): %016llx, want %016llx",
-                         len, i0 + k, n, i0, (unsigned long long)out[k], (unsigned long long)want);
+    for (int kern = RD_POINT_X1; kern <= RD_POINT_X8; kern++) {
+        if (!rd_point_kernel_runs(kern)) continue;
+        for (uint32_t n = 1; n <= RD_POINT_BATCH; n++) {
+            /* every remainder of 4 and 8 lanes, and the sizes around each multiple of 32 */
+            if (n > 17 && n % 32 > 1 && n % 32 != 31 && n != RD_POINT_BATCH) continue;
+            uint64_t out[RD_POINT_BATCH];
+            rd_point_hashes_with(kern, h, i0, n, out);
+            for (uint32_t k = 0; k < n; k++) {
+                uint64_t want = reference(name, len, i0 + k);
+                if (out[k] != want)
+                    fail_msg("%s, name length %zu, index %u (batch of %u from %u): %016llx, "
+                             "want %016llx",
+                             kernel_names[kern], len, i0 + k, n, i0, (unsigned long long)out[k],
+                             (unsigned long long)want);
+            }
         }
     }
     for (uint32_t k = 0; k < RD_POINT_BATCH; k++)
@@ -65,6 +78,9 @@ static void check_batches(const struct rd_point_hasher *h, const uint8_t *name, 
 static void test_every_name_length_gives_xxh3_of_the_bytes(void **state)
 {
     (void)state;
+    for (int kern = RD_POINT_X1; kern <= RD_POINT_X8; kern++)
+        printf("# kernel %s: %s\n", kernel_names[kern],
+               rd_point_kernel_runs(kern) ? "checked" : "not run by this CPU, not checked");
     static const uint32_t edges[] = {0,          1,          0xff,      0x100,     0xfff0,
                                      0xffff,     0x10000,    0xffffff,  0x1000000, 0x7fffffff,
                                      0x80000000, 0xfeffffe0, 0xffffffe0};
@@ -128,12 +144,25 @@ static void test_a_name_too_long_is_cut_to_the_limit(void **state)
     }
 }
 
+/* rd_point_hashes() takes the widest kernel the CPU runs; the scalar one runs anywhere. */
+static void test_the_widest_kernel_that_runs_is_used(void **state)
+{
+    (void)state;
+    assert_true(rd_point_kernel_runs(RD_POINT_X1));
+    enum rd_point_kernel best = rd_point_kernel_best();
+    assert_true(rd_point_kernel_runs(best));
+    for (int kern = best + 1; kern <= RD_POINT_X8; kern++)
+        assert_false(rd_point_kernel_runs(kern));
+    printf("# rd_point_hashes runs %s\n", kernel_names[best]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_name_length_gives_xxh3_of_the_bytes),
         cmocka_unit_test(test_each_length_takes_xxh3s_path_for_it),
         cmocka_unit_test(test_a_name_too_long_is_cut_to_the_limit),
+        cmocka_unit_test(test_the_widest_kernel_that_runs_is_used),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pointhash.h"
 #include "rd_err.h"
 #include "ring.h"
 #include "ring_internal.h"
@@ -452,7 +453,8 @@ static void assert_abandoned_at(const struct rd_ring *old, const struct roster *
                  : rd_ring_new_with(r->m, r->n, 64, &h, &out);
     assert_int_equal(rc, RD_ECANCELED);
     assert_null(out);
-    assert_in_range(c.calls, at, at + 31); /* the rest of the batch it was raised in */
+    /* the rest of the batch it was raised in */
+    assert_in_range(c.calls, at, at + RD_POINT_BATCH - 1);
 }
 
 /*
