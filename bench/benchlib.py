@@ -279,6 +279,48 @@ class MemGuard:
             time.sleep(0.25)
 
 
+def confine_cpus(cpus):
+    """Runs this process, and so every process it starts from now on, in a cgroup of its own
+    whose CPU quota is `cpus` CPUs: the same work on a smaller machine. cgroup v2 (cpu.max)
+    or v1 (the cpu controller's CFS quota); needs root. At exit our children are killed and
+    the cgroup removed."""
+    period = 100000
+    quota = max(1000, int(cpus * period))
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        root = "/sys/fs/cgroup"
+        files = [("../cgroup.subtree_control", "+cpu"), ("cpu.max", f"{quota} {period}")]
+    elif os.path.isdir("/sys/fs/cgroup/cpu"):
+        root = "/sys/fs/cgroup/cpu"
+        files = [("cpu.cfs_period_us", str(period)), ("cpu.cfs_quota_us", str(quota))]
+    else:
+        die("--cpus: no cgroup CPU controller under /sys/fs/cgroup")
+    d = os.path.join(root, f"ringd-bench-{os.getpid()}")
+    try:
+        os.mkdir(d)
+        for name, value in files + [("cgroup.procs", str(os.getpid()))]:
+            with open(os.path.join(d, name), "w") as f:
+                f.write(value)
+    except OSError as e:
+        die(f"--cpus: cannot set up the cgroup {d}: {e}")
+
+    def release():  # atexit runs it before kill_all (registered first): kill here
+        kill_all()
+        try:
+            with open(os.path.join(root, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
+        for _ in range(50):  # killed children leave the cgroup as they are reaped
+            try:
+                os.rmdir(d)
+                return
+            except OSError:
+                time.sleep(0.1)
+        log(f"# could not remove the cgroup {d}")
+
+    atexit.register(release)
+
+
 # ---------------------------------------------------------------- fast mass start
 
 class Proc:
