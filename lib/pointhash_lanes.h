@@ -3,8 +3,8 @@
  * one point per 64-bit lane.
  *
  * Shape: a template. The arithmetic is the scalar loop's (pointhash.c) at every width; only
- * the instruction set and two of its instructions differ, so pointhash.c includes this file
- * once per width, after defining:
+ * the instruction set and a few of its instructions differ, so pointhash.c includes this
+ * file once per width, after defining:
  *   LANES              points per vector
  *   lanes_t            a vector of LANES uint64_t (GCC's vector extension, whose operators
  *                      are the lane-wise ones and take a scalar as a broadcast)
@@ -51,8 +51,9 @@ LANES_ATTR static inline lanes_t LN(fold)(lanes_t a, lanes_t b)
 LANES_ATTR static inline lanes_t LN(avalanche)(lanes_t h)
 {
     lanes_t k = {0};
+    k += 0x165667919E3779F9ULL;
     h ^= h >> 37;
-    h = LN(mul_lo)(h, k + 0x165667919E3779F9ULL);
+    h = LN(mul_lo)(h, k);
     return h ^ (h >> 32);
 }
 

@@ -49,8 +49,8 @@ static uint64_t test_seed(void)
 static const char *const kernel_names[] = {"one point at a time", "4 lanes (AVX2)",
                                            "8 lanes (AVX-512)"};
 
-/* Every batch size at i0 on every kernel this CPU runs, and rd_point_hash at each index,
- * against the reference. */
+/* Batches from i0 (the sizes of the file comment) on every kernel this CPU runs, and
+ * rd_point_hash at each index, against the reference. */
 static void check_batches(const struct rd_point_hasher *h, const uint8_t *name, size_t len,
                           uint32_t i0)
 {
