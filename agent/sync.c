@@ -435,7 +435,7 @@ static void sync_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
     if (n < 0) {
         sync_end(c, false,
                  n == UV_EOF ? "closed without an answer: it refused our state (another key or "
-                               "--cluster, or our own name?)"
+                               "--cluster, or our own name?) or had no sync slot free for us"
                              : uv_strerror((int)n));
         return;
     }
