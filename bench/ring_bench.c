@@ -20,7 +20,8 @@
  * 10,000 x 64; median of 4R + 1. A rebuild reads the old ring and writes the new one, so it
  * is timed twice: cold (interleaved with the full builds, which push the old ring out of the
  * caches) and warm (back to back). Each rebuilt ring is checked to have the full build's
- * checksum and points.
+ * checksum and points. Beside them, the floor: a memcpy of the old ring's points, owners and
+ * prefix table, timed the same two ways, since a merge reads those and writes as much.
  *
  * Diffs: ms per rd_ring_diff_top(16) (what the agent logs after a rebuild) from a ring of
  * 1,000 x 512 to the ring after k members join (k = 1, 10, 50, 100, 200), by the arcs that end
@@ -249,7 +250,8 @@ static double timed_build(const struct rd_ring *old, const struct rd_ring_member
     return (t1 - t0) / 1e6;
 }
 
-enum { INC_FULL, INC_JOIN, INC_LEAVE, INC_WEIGHT, INC_KINDS };
+/* INC_COPY is the floor of a rebuild: copying the old ring's point arrays (timed_copy). */
+enum { INC_FULL, INC_JOIN, INC_LEAVE, INC_WEIGHT, INC_COPY, INC_KINDS };
 
 /* One ring size's lists and the full builds every rebuild is checked against. */
 struct inc_case {
@@ -269,7 +271,7 @@ static void inc_case_make(struct inc_case *c, size_t members, uint32_t vnodes)
     if (!c->weighted) exit(1);
     memcpy(c->weighted, c->l.m, members * sizeof *c->weighted);
     c->weighted[members / 2].weight = RD_WEIGHT_ONE * 3 / 2;
-    c->want[INC_FULL] = NULL;
+    c->want[INC_FULL] = c->want[INC_COPY] = NULL;
     if (rd_ring_new(c->l.m, members, vnodes, &c->base) != 0 ||
         rd_ring_new(c->l.m, members + 1, vnodes, &c->want[INC_JOIN]) != 0 ||
         rd_ring_new(c->l.m, members - 1, vnodes, &c->want[INC_LEAVE]) != 0 ||
@@ -287,9 +289,35 @@ static void inc_case_free(struct inc_case *c)
     free(c->l.names);
 }
 
-/* One timed build of `kind`: the full build of the joined list, or a rebuild from base. */
+/*
+ * The least any rebuild from `old` moves: a copy of its points, owners and prefix table into
+ * a block as large, allocated and freed as a rebuild's is. A merge reads those arrays and
+ * writes as much, so where memory is the limit this copy is the floor, measured on the same
+ * machine in the same minutes. Returns ms.
+ */
+static double timed_copy(const struct rd_ring *old)
+{
+    struct rd_ring_view v;
+    rd_ring_view(old, &v);
+    size_t nh = ((size_t)v.npoints + 1) * sizeof *v.hashes, no = v.npoints * sizeof *v.owner,
+           nf = v.nfirst * sizeof *v.first;
+    char *to = malloc(nh + no + nf);
+    if (!to) exit(1);
+    double t0 = now_ns();
+    memcpy(to, v.hashes, nh);
+    memcpy(to + nh, v.owner, no);
+    memcpy(to + nh + no, v.first, nf);
+    double t1 = now_ns();
+    sink = sink * 31 + (unsigned char)to[nh + no + nf - 1];
+    free(to);
+    return (t1 - t0) / 1e6;
+}
+
+/* One timed build of `kind`: the full build of the joined list, or a rebuild from base (or
+ * its floor, the copy). */
 static double inc_build(const struct inc_case *c, int kind)
 {
+    if (kind == INC_COPY) return timed_copy(c->base);
     const struct rd_ring *old = kind == INC_FULL ? NULL : c->base;
     const struct rd_ring_member *m = kind == INC_WEIGHT ? c->weighted : c->l.m;
     size_t n = kind == INC_JOIN || kind == INC_FULL ? c->members + 1
@@ -310,9 +338,12 @@ static void time_incremental(size_t members, uint32_t vnodes, int runs, double c
     struct inc_case c;
     inc_case_make(&c, members, vnodes);
     double t[INC_KINDS][MAX_RUNS];
-    for (int r = 0; r < runs; r++)
-        for (int kind = 0; kind < INC_KINDS; kind++)
+    for (int r = 0; r < runs; r++) {
+        for (int kind = 0; kind < INC_COPY; kind++)
             t[kind][r] = inc_build(&c, kind);
+        inc_build(&c, INC_FULL); /* the copy, too, comes right after a full build */
+        t[INC_COPY][r] = inc_build(&c, INC_COPY);
+    }
     for (int kind = 0; kind < INC_KINDS; kind++)
         cold[kind] = median(t[kind], runs);
     warm[INC_FULL] = 0;
@@ -589,14 +620,15 @@ int main(int argc, char **argv)
 
     printf("\nincremental rebuild: ms per rd_ring_rebuild() after a one-member change, against\n"
            "rd_ring_new() of the joined list in the same runs, median; cold: after a full build,\n"
-           "warm: rebuilt back to back\n");
-    printf("%8s %7s %9s %5s | %8s %8s %8s %8s | %s\n", "members", "vnodes", "points", "cache",
-           "full", "join", "leave", "weight", "full/join full/leave full/weight");
+           "warm: rebuilt back to back; copy: the old ring's points, owners and prefix table\n"
+           "copied (memcpy), the floor of a merge that reads them and writes as much\n");
+    printf("%8s %7s %9s %5s | %8s %8s %8s %8s %8s | %s\n", "members", "vnodes", "points", "cache",
+           "full", "join", "leave", "weight", "copy", "full/join full/leave full/weight join/copy");
     static const struct {
         size_t members;
         uint32_t vnodes;
     } inc_cases[] = {{100, 512}, {1000, 512}, {10000, 64}};
-    static const char *const inc_names[INC_KINDS] = {"full", "join", "leave", "weight"};
+    static const char *const inc_names[INC_KINDS] = {"full", "join", "leave", "weight", "copy"};
     for (size_t c = 0; c < sizeof inc_cases / sizeof *inc_cases; c++) {
         size_t members = inc_cases[c].members;
         uint32_t vnodes = inc_cases[c].vnodes;
@@ -606,10 +638,12 @@ int main(int argc, char **argv)
         size_t points = members * vnodes;
         for (int w = 0; w < 2; w++) {
             const double *ms = w ? warm : cold;
-            printf("%8zu %7u %9zu %5s | %8.3f %8.3f %8.3f %8.3f | %8.1fx %9.1fx %10.1fx\n", members,
-                   vnodes, points, w ? "warm" : "cold", cold[INC_FULL], ms[INC_JOIN], ms[INC_LEAVE],
-                   ms[INC_WEIGHT], cold[INC_FULL] / ms[INC_JOIN], cold[INC_FULL] / ms[INC_LEAVE],
-                   cold[INC_FULL] / ms[INC_WEIGHT]);
+            printf("%8zu %7u %9zu %5s | %8.3f %8.3f %8.3f %8.3f %8.3f | %8.1fx %9.1fx %10.1fx "
+                   "%8.2fx\n",
+                   members, vnodes, points, w ? "warm" : "cold", cold[INC_FULL], ms[INC_JOIN],
+                   ms[INC_LEAVE], ms[INC_WEIGHT], ms[INC_COPY], cold[INC_FULL] / ms[INC_JOIN],
+                   cold[INC_FULL] / ms[INC_LEAVE], cold[INC_FULL] / ms[INC_WEIGHT],
+                   ms[INC_JOIN] / ms[INC_COPY]);
             if (csv)
                 for (int kind = INC_JOIN; kind < INC_KINDS; kind++)
                     fprintf(csv, "rebuild_%s_%s,%zu,%u,%zu,%.4f,%.4f,%.3f,ms\n", inc_names[kind],
