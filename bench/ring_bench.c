@@ -23,6 +23,11 @@
  * checksum and points. Beside them, the floor: a memcpy of the old ring's points, owners and
  * prefix table, timed the same two ways, since a merge reads those and writes as much.
  *
+ * Share rebuilds: ms per rd_ring_rebuild() when 5 to 40% of 1,000 x 512 changes at once, from
+ * k of the 1,000 members (a fixed random subset) to all of them and back, against
+ * rd_ring_new() of the same list in the same runs; median of 2R + 1. Where the merge stops
+ * paying, the rebuild is a full build, so the ratios show where that line should sit.
+ *
  * Diffs: ms per rd_ring_diff_top(16) (what the agent logs after a rebuild) from a ring of
  * 1,000 x 512 to the ring after k members join (k = 1, 10, 50, 100, 200), by the arcs that end
  * at changed points (the production path) against the walk over every point of both rings
@@ -408,6 +413,47 @@ static void time_diff(size_t members, size_t to, uint32_t vnodes, unsigned way, 
     free(l.names);
 }
 
+/*
+ * Medians in ms of rebuilds where a share of 1,000 x vnodes changes at once: from k members
+ * (a fixed random subset of the 1,000) to all 1,000 (joins), and from the 1,000 to those k
+ * (leaves), each against rd_ring_new() of its target list, interleaved run by run; into
+ * ms[4]: join rebuild, join's full build, leave rebuild, leave's full build.
+ */
+static void time_share(size_t keep, uint32_t vnodes, int runs, double ms[4])
+{
+    const size_t all = 1000;
+    struct bench_list l;
+    list_make(&l, all);
+    struct rd_ring_member *sub = malloc(all * sizeof *sub);
+    if (!sub) exit(1);
+    memcpy(sub, l.m, all * sizeof *sub);
+    uint64_t x = 0x9e3779b97f4a7c15u; /* a fixed shuffle: the same subset every run */
+    for (size_t i = all - 1; i > 0; i--) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        size_t j = (size_t)((x >> 33) % (i + 1));
+        struct rd_ring_member t = sub[i];
+        sub[i] = sub[j];
+        sub[j] = t;
+    }
+    struct rd_ring *few = NULL, *many = NULL;
+    if (rd_ring_new(sub, keep, vnodes, &few) != 0 || rd_ring_new(l.m, all, vnodes, &many) != 0)
+        exit(1);
+    double t[4][MAX_RUNS];
+    for (int r = 0; r < runs; r++) {
+        t[0][r] = timed_build(few, l.m, all, vnodes, many);
+        t[1][r] = timed_build(NULL, l.m, all, vnodes, NULL);
+        t[2][r] = timed_build(many, sub, keep, vnodes, few);
+        t[3][r] = timed_build(NULL, sub, keep, vnodes, NULL);
+    }
+    for (int k = 0; k < 4; k++)
+        ms[k] = median(t[k], runs);
+    rd_ring_delete(few);
+    rd_ring_delete(many);
+    free(sub);
+    free(l.m);
+    free(l.names);
+}
+
 /* ---- growth: successive rebuilds as the agent does them --------------------------------- */
 
 static struct rusage usage_now(void)
@@ -650,6 +696,28 @@ int main(int argc, char **argv)
                             w ? "warm" : "cold", members, vnodes, points, ms[kind], cold[INC_FULL],
                             cold[INC_FULL] / ms[kind]);
         }
+    }
+    printf("\nshare rebuilds: ms per rd_ring_rebuild() when members join or leave at once, from\n"
+           "k of 1,000 to the 1,000 and back, against rd_ring_new() of the same list, median (a\n"
+           "merge while the points that come or go are at most a quarter of those in either\n"
+           "ring, else a full build)\n");
+    printf("%8s %7s %7s | %8s %8s %7s | %8s %8s %7s\n", "k", "vnodes", "changed", "join", "full",
+           "ratio", "leave", "full", "ratio");
+    static const size_t share_keep[] = {950, 900, 850, 800, 750, 700, 670, 600};
+    int share_runs = 2 * runs + 1 > MAX_RUNS ? MAX_RUNS : 2 * runs + 1;
+    for (size_t c = 0; c < sizeof share_keep / sizeof *share_keep; c++) {
+        double ms[4];
+        time_share(share_keep[c], RD_RING_VNODES_DEFAULT, share_runs, ms);
+        printf("%8zu %7u %6zu%% | %8.3f %8.3f %6.2fx | %8.3f %8.3f %6.2fx\n", share_keep[c],
+               RD_RING_VNODES_DEFAULT, (1000 - share_keep[c]) / 10, ms[0], ms[1], ms[0] / ms[1],
+               ms[2], ms[3], ms[2] / ms[3]);
+        if (csv)
+            fprintf(csv,
+                    "share_join_from_%zu,1000,%u,%d,%.4f,%.4f,%.3f,ms\n"
+                    "share_leave_to_%zu,%zu,%u,%zu,%.4f,%.4f,%.3f,ms\n",
+                    share_keep[c], RD_RING_VNODES_DEFAULT, 1000 * RD_RING_VNODES_DEFAULT, ms[0],
+                    ms[1], ms[0] / ms[1], share_keep[c], share_keep[c], RD_RING_VNODES_DEFAULT,
+                    share_keep[c] * RD_RING_VNODES_DEFAULT, ms[2], ms[3], ms[2] / ms[3]);
     }
     printf("\ndiff: ms per rd_ring_diff_top(16) from 1,000 members to 1,000 + k, by changed\n"
            "points against the walk over every point, median\n");

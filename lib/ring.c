@@ -61,14 +61,15 @@
  * pairs old and new members by name, hashes and bucket-sorts only the fresh members' points
  * (a ring of just those members, through sort_points), and merges the two sorted sequences
  * into the new arrays in one pass. The prefix table is the old one plus a constant between
- * the buckets where points came or went (or, when 2^b changed, counted afresh). It is exact:
+ * the buckets where points came or went (or counted afresh, when 2^b changed or points came
+ * or went in many buckets). It is exact:
  * the renumbering old index -> new index is increasing over the members that stay (both
  * are name order), so the kept points stay sorted by (hash, owner) after it; the fresh
  * points are sorted by (hash, owner) in the same numbering; and a merge by (hash, owner) of
  * two sorted sequences is the one order a full sort gives, ties included. The prefix table
  * is a function of the sorted hashes alone. It costs a pass over the old points instead of
- * hashing and sorting them all; when the fresh points are more than a quarter of the ring,
- * or the rule differs, it is the full build.
+ * hashing and sorting them all; when the points that come or go are more than a quarter of
+ * those in either ring, or the rule differs, it is the full build.
  *
  * Ketama mode (rd_ring_new_ketama) is the same snapshot with libmemcached's points in it:
  * ketama.c gives each member's count and 32-bit values, placed at value << 32 so that the
@@ -894,10 +895,18 @@ static int ring_build(const struct rd_ring_member *members, size_t n, enum rd_ri
 
 /* ---- incremental rebuild ---------------------------------------------------------------- */
 
-/* The merge runs while the fresh points are at most 1 / MERGE_FRESH_SHARE of the ring: their
- * hashing and sort then cost at most a quarter of a full build, and the pass over the old
- * points about a seventh of one (bench_ring, 1,000 x 512), so it still pays at the limit. */
-#define MERGE_FRESH_SHARE 4
+/* The merge runs while the points that come or go are at most 1 / MERGE_CHANGE_SHARE of the
+ * points in either ring, where joins and leaves alike still pay. It reads every old point
+ * and hashes and sorts the fresh ones: with a quarter of the ring joining at once it costs
+ * 0.86-0.96 of the full build, and as much with 30-33%, while leaves, which hash nothing,
+ * cost 0.74-0.88 of one at 30% (bench/README.md, "Share rebuilds"). */
+#define MERGE_CHANGE_SHARE 4
+/* The prefix table is carried over from the old one (prefix_from_old) while the points that
+ * came or went are at most 1 / PREFIX_CARRY_SHARE of the buckets; beyond that, a run per
+ * change costs more than counting the table afresh (prefix_by_count), which takes a fixed
+ * three passes: 0.4 ms against 1.3 for a one-member change at 1,000 x 512, 3.0 against 1.3
+ * with a quarter of the points fresh. */
+#define PREFIX_CARRY_SHARE 10
 
 /* The old ring's points are the new ring's, owner for owner, when the point counts follow the
  * same rule: same mode and vnodes, and no scaling or the very same factor. */
@@ -1121,7 +1130,8 @@ static bool place_merged(struct rd_ring *r, const struct rd_ring *old, const str
         return false;
     m->sub.hashes[nfp] = UINT64_MAX; /* sort_points leaves it; the merge relies on it */
     merge_points(r, old, pr->old_to_new, m->sub.hashes, m->sub.owner, nfp, m->gone);
-    if (r->shift == old->shift)
+    uint64_t changes = pr->fresh_points + pr->gone_points;
+    if (r->shift == old->shift && changes * PREFIX_CARRY_SHARE <= (uint64_t)1 << (64 - r->shift))
         prefix_from_old(r, old, m->sub.hashes, nfp, m->gone, (uint32_t)pr->gone_points);
     else
         prefix_by_count(r);
@@ -1130,7 +1140,7 @@ static bool place_merged(struct rd_ring *r, const struct rd_ring *old, const str
 
 /*
  * The incremental build of a plan from `old` when the old points carry over (same point
- * rule) and the fresh points are a small share of the ring; otherwise the full build.
+ * rule) and the points that change are a small share of the ring; otherwise the full build.
  * Frees p->sorted. The result is byte for byte the full build's: the same member arrays and
  * checksum (fill_members), the same zone index, and the same points in the same order.
  */
@@ -1148,7 +1158,8 @@ static int build_merged(const struct rd_ring *old, struct build_plan *p,
     pr.fresh = pr.old_to_new + old->nmembers;
     pr.nfresh = pair_members(old, p, pr.old_to_new, pr.fresh, &pr.fresh_points);
     pr.gone_points = old->npoints + pr.fresh_points - p->total; /* total = kept + fresh */
-    if (pr.fresh_points * MERGE_FRESH_SHARE > p->total) {
+    uint64_t either = old->npoints + pr.fresh_points;           /* points in either ring */
+    if ((pr.fresh_points + pr.gone_points) * MERGE_CHANGE_SHARE > either) {
         free(pr.old_to_new);
         return build_full(p, hooks, out);
     }

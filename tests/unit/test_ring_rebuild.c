@@ -9,7 +9,8 @@
  * once, down to the empty ring and back), on spread and on deliberately crowded point
  * hashes (ties everywhere, so the tie order after renumbering is exercised), and across the
  * point limit where the scaling factor changes. A counting point hash shows which path ran:
- * a merge hashes only the changed members' points.
+ * a merge hashes only the changed members' points, and past a quarter of the ring changing
+ * at once the rebuild is a full build.
  *
  * rd_ring_diff has the same kind of shortcut (it weighs only the arcs that end at points in
  * one ring and not the other), held to the same standard: along the same random sequences,
@@ -273,17 +274,26 @@ static void test_rebuild_keeps_the_tie_order_when_points_collide(void **state)
     run_random_sequences(true);
 }
 
+/* A roster of node-00 .. node-39 at weight 1.0 (room for 64), and its ring at 64 vnodes: a
+ * full build, which hashes every point. */
+static struct rd_ring *forty_at_64(struct roster *r)
+{
+    roster_init(r, 64);
+    roster_fill(r, "node-%02d", 40, RD_WEIGHT_ONE);
+    unsigned long hashed = 0;
+    struct rd_ring *ring = rebuild_checked(NULL, r, 64, false, &hashed);
+    assert_int_equal(hashed, 40 * 64);
+    return ring;
+}
+
 /* A one-member change of a large enough ring is a merge: only that member's points are
  * hashed (and none for a leave or a zone change). */
 static void test_rebuild_hashes_only_the_changed_members_points(void **state)
 {
     (void)state;
     struct roster r;
-    roster_init(&r, 64);
-    roster_fill(&r, "node-%02d", 40, RD_WEIGHT_ONE);
     unsigned long hashed = 0;
-    struct rd_ring *a = rebuild_checked(NULL, &r, 64, false, &hashed);
-    assert_int_equal(hashed, 40 * 64);
+    struct rd_ring *a = forty_at_64(&r);
 
     roster_add(&r, "node-00a", RD_WEIGHT_ONE); /* joins between node-00 and node-01 */
     struct rd_ring *b = rebuild_checked(a, &r, 64, false, &hashed);
@@ -324,6 +334,37 @@ static void test_rebuild_hashes_only_the_changed_members_points(void **state)
         rd_ring_delete(rings[i]);
     roster_free(&r);
     roster_free(&other);
+}
+
+/* Many members joining or leaving at once: a merge while the points that come or go are at
+ * most a quarter of those in either ring, a full build past that (it is the cheaper then).
+ * A merge hashes only the joiners' points, none for leavers; a full build hashes them all. */
+static void test_rebuild_of_many_changes_at_once_is_a_full_build(void **state)
+{
+    (void)state;
+    struct roster r;
+    unsigned long hashed = 0;
+    struct rd_ring *forty = forty_at_64(&r);
+
+    roster_fill(&r, "late-%02d", 10, RD_WEIGHT_ONE); /* 10 of 50 join: a fifth */
+    struct rd_ring *fifty = rebuild_checked(forty, &r, 64, false, &hashed);
+    assert_int_equal(hashed, 10 * 64);
+    roster_fill(&r, "last-%02d", 10, RD_WEIGHT_ONE); /* 20 of 60 join: a third */
+    struct rd_ring *sixty = rebuild_checked(forty, &r, 64, false, &hashed);
+    assert_int_equal(hashed, 60 * 64);
+
+    for (int k = 0; k < 15; k++) /* 15 of 60 leave: a quarter */
+        roster_drop(&r, 0);
+    struct rd_ring *less = rebuild_checked(sixty, &r, 64, false, &hashed);
+    assert_int_equal(hashed, 0);
+    roster_drop(&r, 0); /* 16 of 60 leave */
+    struct rd_ring *fewer = rebuild_checked(sixty, &r, 64, false, &hashed);
+    assert_int_equal(hashed, 44 * 64);
+
+    struct rd_ring *rings[] = {forty, fifty, sixty, less, fewer};
+    for (size_t i = 0; i < sizeof rings / sizeof rings[0]; i++)
+        rd_ring_delete(rings[i]);
+    roster_free(&r);
 }
 
 /* Across RD_RING_MAX_POINTS: 40 heavy members (16,384,000 points) fit; a 41st scales every
@@ -662,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_rebuild_equals_a_full_build_over_random_change_sequences),
         cmocka_unit_test(test_rebuild_keeps_the_tie_order_when_points_collide),
         cmocka_unit_test(test_rebuild_hashes_only_the_changed_members_points),
+        cmocka_unit_test(test_rebuild_of_many_changes_at_once_is_a_full_build),
         cmocka_unit_test(test_rebuild_across_the_point_limit),
         cmocka_unit_test(test_rebuild_refuses_what_rd_ring_new_refuses),
         cmocka_unit_test(test_rebuild_allocation_failure_is_enomem_and_leaks_nothing),
