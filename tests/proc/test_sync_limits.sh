@@ -26,9 +26,10 @@ FRAME_MS=5000     # RD_SYNC_TIMEOUT_MS
 MAX_STRANGERS=24  # RD_SYNC_MAX_STRANGERS
 PER_SOURCE=2      # RD_SYNC_MAX_PER_SOURCE
 FRAME_MAX=$((77 + 112 + 16384 * 460 + 44)) # RD_WIRE_FRAME_MAX: header + SYNC msg + full table + envelope
-# A join normally takes well under a second here; a joiner refused once retries 1 s later
-# (then 2 s, 4 s): this leaves it one refusal and the retry, not the 5 s it would take for
-# idle connections to time out on their own.
+# A join normally takes well under a second here; a refused joiner retries on its join
+# schedule, about 0.1 s after its first try and then at gaps doubling (0.2, 0.4, 0.8 s ...):
+# this leaves it several refusals and retries, but not the 5 s it would take for idle
+# connections to time out on their own.
 JOIN_S=5
 SLACK_MS=700 # scheduling slack on a loaded 2-core host, sanitizer build
 
