@@ -337,7 +337,8 @@ static void test_rebuild_hashes_only_the_changed_members_points(void **state)
 }
 
 /* Many members joining or leaving at once: a merge while the points that come or go are at
- * most a quarter of those in either ring, a full build past that (it is the cheaper then).
+ * most a quarter of those in either ring, a full build past that (where a join merge stops
+ * paying).
  * A merge hashes only the joiners' points, none for leavers; a full build hashes them all. */
 static void test_rebuild_of_many_changes_at_once_is_a_full_build(void **state)
 {
