@@ -60,6 +60,7 @@
 
 #include "bench_util.h"
 #include "heap.h"
+#include "namesort.h"
 #include "pointhash.h"
 #include "ring.h"
 #include "ring_internal.h"
@@ -165,6 +166,19 @@ static double time_base(const struct base_ring *b, const struct keys *k)
     return (t1 - t0) / (double)k->n;
 }
 
+/* A fixed shuffle of m[0..n): the same order every run. */
+static void shuffle_members(struct rd_ring_member *m, size_t n)
+{
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (size_t i = n > 0 ? n - 1 : 0; i > 0; i--) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        size_t j = (size_t)((x >> 33) % (i + 1));
+        struct rd_ring_member t = m[i];
+        m[i] = m[j];
+        m[j] = t;
+    }
+}
+
 static struct rd_ring *make_ring(size_t members, uint32_t vnodes)
 {
     struct rd_ring_member *m = calloc(members, sizeof *m);
@@ -195,6 +209,7 @@ static double time_rebuild(size_t members, uint32_t vnodes, int runs)
         snprintf(names[i], sizeof names[i], "node-%zu", i);
         m[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL, NULL};
     }
+    shuffle_members(m, members);
     for (int r = 0; r < runs; r++) {
         struct rd_ring *ring = NULL;
         double t0 = now_ns();
@@ -213,7 +228,8 @@ static double time_rebuild(size_t members, uint32_t vnodes, int runs)
     return median(t, runs);
 }
 
-/* The list node-0 .. node-(members-1) at weight 1.0, with room for one more member. */
+/* The members node-0 .. node-members at weight 1.0, shuffled as the agent's member table
+ * hands them over (in no name order): the first `members` of them, and one more to join. */
 struct bench_list {
     size_t n;
     struct rd_ring_member *m;
@@ -230,6 +246,7 @@ static void list_make(struct bench_list *l, size_t members)
         snprintf(l->names[i], sizeof l->names[i], "node-%zu", i);
         l->m[i] = (struct rd_ring_member){l->names[i], RD_WEIGHT_ONE, NULL, NULL};
     }
+    shuffle_members(l->m, members + 1);
 }
 
 /* One timed build: rd_ring_rebuild() from `old` (rd_ring_new() when old is NULL) of m[0..n),
@@ -427,14 +444,7 @@ static void time_share(size_t keep, uint32_t vnodes, int runs, double ms[4])
     struct rd_ring_member *sub = malloc(all * sizeof *sub);
     if (!sub) exit(1);
     memcpy(sub, l.m, all * sizeof *sub);
-    uint64_t x = 0x9e3779b97f4a7c15u; /* a fixed shuffle: the same subset every run */
-    for (size_t i = all - 1; i > 0; i--) {
-        x = x * 6364136223846793005u + 1442695040888963407u;
-        size_t j = (size_t)((x >> 33) % (i + 1));
-        struct rd_ring_member t = sub[i];
-        sub[i] = sub[j];
-        sub[j] = t;
-    }
+    shuffle_members(sub, all); /* the same subset every run */
     struct rd_ring *few = NULL, *many = NULL;
     if (rd_ring_new(sub, keep, vnodes, &few) != 0 || rd_ring_new(l.m, all, vnodes, &many) != 0)
         exit(1);
@@ -546,6 +556,65 @@ static void time_growth(size_t from, size_t to, size_t step, int runs, struct gr
     for (int h = 0; h < 2; h++)
         g[h] = (struct growth){median(v[h][0], runs), median(v[h][1], runs), median(v[h][2], runs),
                                median(v[h][3], runs)};
+}
+
+/* ---- name order ------------------------------------------------------------------------- */
+
+/* What ring builds sorted names with before rd_namesort(): pointers, qsort(), strcmp(). */
+static int cmp_name_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Medians in ms of putting n distinct names of `format` (one %zu, or three %u for an
+ * address) into name order, shuffled: ms[0] rd_namesort(), ms[1] qsort() with strcmp(),
+ * interleaved run by run. Both orders are checked to be the same. */
+static void time_names(size_t n, const char *format, int runs, double ms[2])
+{
+    char(*buf)[RD_NAME_MAX + 1] = malloc(n * sizeof *buf);
+    const char **names = malloc(n * sizeof *names), **ptrs = malloc(n * sizeof *ptrs);
+    uint32_t *order = malloc(n * sizeof *order);
+    void *scratch = malloc(rd_namesort_scratch(n));
+    if (!buf || !names || !ptrs || !order || !scratch) exit(1);
+    struct rd_ring_member *m = calloc(n, sizeof *m);
+    if (!m) exit(1);
+    for (size_t i = 0; i < n; i++) {
+        if (strstr(format, "zu"))
+            snprintf(buf[i], sizeof buf[i], format, i);
+        else
+            snprintf(buf[i], sizeof buf[i], format, (unsigned)(i >> 16), (unsigned)(i >> 8 & 255),
+                     (unsigned)(i & 255));
+        m[i].name = buf[i];
+    }
+    shuffle_members(m, n);
+    for (size_t i = 0; i < n; i++)
+        names[i] = m[i].name;
+    free(m);
+    double t[2][MAX_RUNS];
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_ns();
+        if (rd_namesort(names, n, order, scratch)) exit(1);
+        double t1 = now_ns();
+        memcpy(ptrs, names, n * sizeof *ptrs);
+        double t2 = now_ns();
+        qsort(ptrs, n, sizeof *ptrs, cmp_name_ptr);
+        double t3 = now_ns();
+        for (size_t i = 0; i < n; i++)
+            if (names[order[i]] != ptrs[i]) {
+                fprintf(stderr, "rd_namesort differs from qsort at %zu\n", i);
+                exit(1);
+            }
+        t[0][r] = (t1 - t0) / 1e6;
+        t[1][r] = (t3 - t2) / 1e6;
+        sink = sink * 31 + order[n / 2];
+    }
+    ms[0] = median(t[0], runs);
+    ms[1] = median(t[1], runs);
+    free(buf);
+    free(names);
+    free(ptrs);
+    free(order);
+    free(scratch);
 }
 
 static void usage(void)
@@ -663,6 +732,25 @@ int main(int argc, char **argv)
             fprintf(csv, "rebuild,%zu,%u,%zu,%.4f,,,ms\n", build_members[c], RD_RING_VNODES_DEFAULT,
                     points, ms);
     }
+
+    printf("\nname order: ms to put n member names in name order, shuffled, median of %d;\n"
+           "rd_namesort() against qsort() with strcmp()\n",
+           4 * runs + 1 > MAX_RUNS ? MAX_RUNS : 4 * runs + 1);
+    printf("%8s %-46s | %10s %10s %7s\n", "names", "like", "namesort", "qsort", "ratio");
+    static const char *const name_formats[] = {"node-%zu", "10.%u.%u.%u:7946",
+                                               "ringd-agent-%06zu.eu-west-1.compute.internal"};
+    static const size_t name_counts[] = {1000, 10000};
+    for (size_t c = 0; c < sizeof name_counts / sizeof *name_counts; c++)
+        for (size_t f = 0; f < sizeof name_formats / sizeof *name_formats; f++) {
+            double ms[2];
+            int r = 4 * runs + 1 > MAX_RUNS ? MAX_RUNS : 4 * runs + 1;
+            time_names(name_counts[c], name_formats[f], r, ms);
+            printf("%8zu %-46s | %10.3f %10.3f %6.1fx\n", name_counts[c], name_formats[f], ms[0],
+                   ms[1], ms[1] / ms[0]);
+            if (csv)
+                fprintf(csv, "name_order_%zu,%zu,,,%.4f,%.4f,%.3f,ms\n", f, name_counts[c], ms[0],
+                        ms[1], ms[1] / ms[0]);
+        }
 
     printf("\nincremental rebuild: ms per rd_ring_rebuild() after a one-member change, against\n"
            "rd_ring_new() of the joined list in the same runs, median; cold: after a full build,\n"
