@@ -14,14 +14,21 @@
  * Rebuilds: ms per rd_ring_new() for 100 / 1,000 / 10,000 members at RD_RING_VNODES_DEFAULT,
  * median of R (more for the small rings).
  *
+ * Name order: ms to put 1,000 and 10,000 names of three shapes in name order, rd_namesort()
+ * against qsort() with strcmp() (how ring builds sorted before), interleaved run by run;
+ * median of 4R + 1. Both orders are checked to be the same. Here and in every member list
+ * below the members come shuffled (one fixed shuffle), as the agent's member table hands
+ * them over: in no name order.
+ *
  * Incremental rebuilds: ms per rd_ring_rebuild() from a ring of N members to the list after
  * one member joins, one leaves, or one's weight changes (1.0 -> 1.5), against a full
  * rd_ring_new() of the joined list timed in the same runs, at 100 x 512, 1,000 x 512 and
- * 10,000 x 64; median of 4R + 1. A rebuild reads the old ring and writes the new one, so it
- * is timed twice: cold (interleaved with the full builds, which push the old ring out of the
- * caches) and warm (back to back). Each rebuilt ring is checked to have the full build's
- * checksum and points. Beside them, the floor: a memcpy of the old ring's points, owners and
- * prefix table, timed the same two ways, since a merge reads those and writes as much.
+ * 10,000 x 64, and the last two again with the members in 3 zones; median of 4R + 1. A rebuild
+ * reads the old ring and writes the new one, so it is timed twice: cold (interleaved with the full
+ * builds, which push the old ring out of the caches) and warm (back to back). Each rebuilt ring is
+ * checked to have the full build's checksum and points. Beside them, the floor: a memcpy of the old
+ * ring's points, owners and prefix table, timed the same two ways, since a merge reads those and
+ * writes as much.
  *
  * Share rebuilds: ms per rd_ring_rebuild() when 5 to 40% of 1,000 x 512 changes at once, from
  * k of the 1,000 members (a fixed random subset) to all of them and back, against
@@ -284,11 +291,16 @@ struct inc_case {
     struct rd_ring *base, *want[INC_KINDS];
 };
 
-static void inc_case_make(struct inc_case *c, size_t members, uint32_t vnodes)
+/* Zones of the zoned cases: members placed round-robin. */
+static const char *const bench_zones[] = {"eu-west-1a", "eu-west-1b", "eu-west-1c"};
+
+static void inc_case_make(struct inc_case *c, size_t members, uint32_t vnodes, bool zoned)
 {
     c->members = members;
     c->vnodes = vnodes;
     list_make(&c->l, members);
+    for (size_t i = 0; zoned && i <= members; i++)
+        c->l.m[i].zone = bench_zones[i % 3];
     c->weighted = malloc(members * sizeof *c->weighted);
     if (!c->weighted) exit(1);
     memcpy(c->weighted, c->l.m, members * sizeof *c->weighted);
@@ -354,11 +366,11 @@ static double inc_build(const struct inc_case *c, int kind)
  * old ring out of the caches. Warm: each change rebuilt `runs` times in a row after one
  * untimed rebuild, so the old ring is cached, as for rebuilds in quick succession.
  */
-static void time_incremental(size_t members, uint32_t vnodes, int runs, double cold[INC_KINDS],
-                             double warm[INC_KINDS])
+static void time_incremental(size_t members, uint32_t vnodes, bool zoned, int runs,
+                             double cold[INC_KINDS], double warm[INC_KINDS])
 {
     struct inc_case c;
-    inc_case_make(&c, members, vnodes);
+    inc_case_make(&c, members, vnodes, zoned);
     double t[INC_KINDS][MAX_RUNS];
     for (int r = 0; r < runs; r++) {
         for (int kind = 0; kind < INC_COPY; kind++)
@@ -756,33 +768,40 @@ int main(int argc, char **argv)
            "rd_ring_new() of the joined list in the same runs, median; cold: after a full build,\n"
            "warm: rebuilt back to back; copy: the old ring's points, owners and prefix table\n"
            "copied (memcpy), the floor of a merge that reads them and writes as much\n");
-    printf("%8s %7s %9s %5s | %8s %8s %8s %8s %8s | %s\n", "members", "vnodes", "points", "cache",
-           "full", "join", "leave", "weight", "copy", "full/join full/leave full/weight join/copy");
+    printf("%8s %7s %5s %9s %5s | %8s %8s %8s %8s %8s | %s\n", "members", "vnodes", "zones",
+           "points", "cache", "full", "join", "leave", "weight", "copy",
+           "full/join full/leave full/weight join/copy");
     static const struct {
         size_t members;
         uint32_t vnodes;
-    } inc_cases[] = {{100, 512}, {1000, 512}, {10000, 64}};
+        bool zoned;
+    } inc_cases[] = {{100, 512, false},
+                     {1000, 512, false},
+                     {10000, 64, false},
+                     {1000, 512, true},
+                     {10000, 64, true}};
     static const char *const inc_names[INC_KINDS] = {"full", "join", "leave", "weight", "copy"};
     for (size_t c = 0; c < sizeof inc_cases / sizeof *inc_cases; c++) {
         size_t members = inc_cases[c].members;
         uint32_t vnodes = inc_cases[c].vnodes;
+        bool zoned = inc_cases[c].zoned;
         int r = 4 * runs + 1 > MAX_RUNS ? MAX_RUNS : 4 * runs + 1;
         double cold[INC_KINDS], warm[INC_KINDS];
-        time_incremental(members, vnodes, r, cold, warm);
+        time_incremental(members, vnodes, zoned, r, cold, warm);
         size_t points = members * vnodes;
         for (int w = 0; w < 2; w++) {
             const double *ms = w ? warm : cold;
-            printf("%8zu %7u %9zu %5s | %8.3f %8.3f %8.3f %8.3f %8.3f | %8.1fx %9.1fx %10.1fx "
+            printf("%8zu %7u %5d %9zu %5s | %8.3f %8.3f %8.3f %8.3f %8.3f | %8.1fx %9.1fx %10.1fx "
                    "%8.2fx\n",
-                   members, vnodes, points, w ? "warm" : "cold", cold[INC_FULL], ms[INC_JOIN],
-                   ms[INC_LEAVE], ms[INC_WEIGHT], ms[INC_COPY], cold[INC_FULL] / ms[INC_JOIN],
-                   cold[INC_FULL] / ms[INC_LEAVE], cold[INC_FULL] / ms[INC_WEIGHT],
-                   ms[INC_JOIN] / ms[INC_COPY]);
+                   members, vnodes, zoned ? 3 : 0, points, w ? "warm" : "cold", cold[INC_FULL],
+                   ms[INC_JOIN], ms[INC_LEAVE], ms[INC_WEIGHT], ms[INC_COPY],
+                   cold[INC_FULL] / ms[INC_JOIN], cold[INC_FULL] / ms[INC_LEAVE],
+                   cold[INC_FULL] / ms[INC_WEIGHT], ms[INC_JOIN] / ms[INC_COPY]);
             if (csv)
                 for (int kind = INC_JOIN; kind < INC_KINDS; kind++)
-                    fprintf(csv, "rebuild_%s_%s,%zu,%u,%zu,%.4f,%.4f,%.3f,ms\n", inc_names[kind],
-                            w ? "warm" : "cold", members, vnodes, points, ms[kind], cold[INC_FULL],
-                            cold[INC_FULL] / ms[kind]);
+                    fprintf(csv, "rebuild_%s_%s%s,%zu,%u,%zu,%.4f,%.4f,%.3f,ms\n", inc_names[kind],
+                            w ? "warm" : "cold", zoned ? "_zones3" : "", members, vnodes, points,
+                            ms[kind], cold[INC_FULL], cold[INC_FULL] / ms[kind]);
         }
     }
     printf("\nshare rebuilds: ms per rd_ring_rebuild() when members join or leave at once, from\n"

@@ -567,55 +567,70 @@ static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
     return true;
 }
 
-static int cmp_zone_ptr(const void *a, const void *b)
-{
-    const struct ring_zone *x = *(const struct ring_zone *const *)a;
-    const struct ring_zone *y = *(const struct ring_zone *const *)b;
-    int c = strcmp(x->s, y->s);
-    return c ? c : (x > y) - (x < y);
-}
-
 /*
  * Numbers the zones and counts the members of each rank for zone-aware replicas
- * (owners_by_zone). scratch holds n pointers and n u32 (the sort's staging, before the sort
- * uses it).
+ * (owners_by_zone). False when memory fails.
  *
  * In a walk that meets every member, a member's rank is how many members of its zone came
  * before it, so rank r is held by exactly one member of each zone with more than r members:
  * count_r = #{zones of size > r}, a member without a zone being a zone of size 1. Then
  * rank_start[r] = count_0 + ... + count_(r-1), the same for every position of every lookup,
  * so a lookup knows where each rank's members go in its answer before it starts walking.
- * Every way of building a ring calls it once its members (names, zones) are in place.
+ * Every way of building a ring calls it once its members (names, zones) are in place. The
+ * zones are numbered in their name order, found with rd_namesort(): a comparison sort of
+ * thousands of members that share three zones cost as much as the rest of a rebuild.
  */
-static void index_zones(struct rd_ring *r, void *scratch_ptrs, uint32_t *scratch_sizes)
+static bool index_zones(struct rd_ring *r, const struct rd_ring_hooks *hooks)
 {
     uint32_t n = r->nmembers;
-    const struct ring_zone **by_zone = scratch_ptrs;
-    uint32_t *size = scratch_sizes; /* members per zone number */
     uint32_t *count = r->rank_start;
     size_t nz = 0, zoned = 0, zoneless = 0;
     for (uint32_t k = 0; k < n; k++) {
         r->zone_of[k] = NO_ZONE;
         if (r->points[k] == 0) continue; /* ketama can give a member none: never met */
         if (r->zones[k].len)
-            by_zone[zoned++] = &r->zones[k];
+            zoned++;
         else
             zoneless++;
     }
-    qsort(by_zone, zoned, sizeof *by_zone, cmp_zone_ptr);
-    for (size_t k = 0; k < zoned; k++) {
-        if (k == 0 || strcmp(by_zone[k - 1]->s, by_zone[k]->s) != 0) size[nz++] = 0;
-        r->zone_of[by_zone[k] - r->zones] = (uint32_t)(nz - 1);
-        size[nz - 1]++;
+    memset(count, 0, ((size_t)n + 1) * sizeof *count);
+    count[0] = (uint32_t)zoneless;
+    if (zoned) {
+        /* names[zoned] | member[zoned] | order[zoned] | the sort's scratch */
+        size_t off_u32 = zoned * sizeof(const char *);
+        size_t off_sort = align_up(off_u32 + 2 * zoned * sizeof(uint32_t), sizeof(uint64_t));
+        char *mem = ring_alloc(hooks, off_sort + rd_namesort_scratch(zoned));
+        if (!mem) return false;
+        const char **names = (const char **)mem;
+        uint32_t *member = (uint32_t *)(mem + off_u32), *order = member + zoned;
+        for (uint32_t k = 0, z = 0; k < n; k++)
+            if (r->points[k] && r->zones[k].len) {
+                names[z] = r->zones[k].s;
+                member[z++] = k;
+            }
+        rd_namesort(names, zoned, order, mem + off_sort);
+        /* count[s - 1] = zones of exactly s members, as each zone's run ends */
+        const struct ring_zone *prev = NULL;
+        uint32_t size = 0;
+        for (size_t q = 0; q < zoned; q++) {
+            uint32_t k = member[order[q]];
+            const struct ring_zone *zn = &r->zones[k];
+            if (!prev || prev->len != zn->len || memcmp(prev->s, zn->s, zn->len) != 0) {
+                if (prev) count[size - 1]++;
+                nz++;
+                size = 0;
+            }
+            r->zone_of[k] = (uint32_t)(nz - 1);
+            size++;
+            prev = zn;
+        }
+        count[size - 1]++;
+        free(mem);
     }
     r->zoned = zoned > 0;
     r->nzones = (uint32_t)nz;
-    /* count[s - 1] = zones of exactly s members; then suffix sums give count_r = zones of
-     * more than r members; then prefix sums give rank_start. Zoneless members: size 1. */
-    memset(count, 0, ((size_t)n + 1) * sizeof *count);
-    count[0] = (uint32_t)zoneless;
-    for (size_t z = 0; z < nz; z++)
-        count[size[z] - 1]++;
+    /* suffix sums give count_r = zones of more than r members; then prefix sums give
+     * rank_start. Zoneless members: size 1. */
     for (uint32_t q = n; q-- > 0;)
         count[q] += count[q + 1];
     uint32_t run = 0;
@@ -624,6 +639,7 @@ static void index_zones(struct rd_ring *r, void *scratch_ptrs, uint32_t *scratch
         count[q] = run;
         run += c;
     }
+    return true;
 }
 
 /* How many points each member gets: ringd's count from vnodes, or libmemcached's. */
@@ -825,8 +841,11 @@ static void fill_members(struct rd_ring *r, const struct build_plan *p)
         nm->len = (uint8_t)len;
         memcpy(nm->s, m->name, len + 1);
         struct ring_zone *zn = &r->zones[k];
-        zn->len = (uint8_t)(m->zone ? strlen(m->zone) : 0);
-        memcpy(zn->s, m->zone ? m->zone : "", zn->len + 1u);
+        /* a size_t length, not the byte: GCC inlines a copy it knows is short as `rep movs`,
+         * which costs more than the whole rest of a member's filling */
+        size_t zlen = m->zone ? strlen(m->zone) : 0;
+        zn->len = (uint8_t)zlen;
+        memcpy(zn->s, m->zone ? m->zone : "", zlen + 1);
         const char *id = identity_of(m);
         size_t idlen = strlen(id);
         r->id_off[k] = id_at;
@@ -844,8 +863,8 @@ static void fill_members(struct rd_ring *r, const struct build_plan *p)
         put_be32(chunk + used + 4, m->weight);
         used += 8;
         chunk[used++] = zn->len;
-        memcpy(chunk + used, zn->s, zn->len);
-        used += zn->len;
+        memcpy(chunk + used, zn->s, zlen);
+        used += zlen;
         chunk[used++] = (uint8_t)idlen;
         memcpy(chunk + used, id, idlen);
         used += idlen;
@@ -870,10 +889,12 @@ static int build_full(struct build_plan *p, const struct rd_ring_hooks *hooks, s
     fill_members(r, p);
     free(p->sorted);
     if (p->total) {
-        /* total >= n (a point per member at least), so the staging holds n of each. */
-        struct sort_tmp t = sort_tmp_of(tmp, &sh);
-        index_zones(r, t.h, t.o);
-        bool sorted = sort_points(r, p->b, &sh, t, hooks);
+        if (!index_zones(r, hooks)) {
+            free(tmp);
+            free(r);
+            return RD_ENOMEM;
+        }
+        bool sorted = sort_points(r, p->b, &sh, sort_tmp_of(tmp, &sh), hooks);
         free(tmp);
         if (!sorted) {
             free(r);
@@ -1080,10 +1101,8 @@ struct pairing {
     uint64_t gone_points; /* old points whose member left or changed its count */
 };
 
-/* Scratch of the merge: the zone index's and a ring of the fresh members (see sort_fresh). */
+/* Scratch of the merge: a ring of the fresh members (see sort_fresh). */
 struct merge_tmp {
-    void *zone_ptrs;      /* [n] pointers, for index_zones */
-    uint32_t *zone_sizes; /* [n] */
     struct rd_ring sub;
     struct sort_tmp t;
     struct sort_shape sh;
@@ -1092,8 +1111,8 @@ struct merge_tmp {
 };
 
 /* Lays out the merge's scratch in one allocation; returns it or NULL. */
-static char *merge_tmp_alloc(const struct build_plan *p, const struct pairing *pr,
-                             const struct rd_ring_hooks *hooks, struct merge_tmp *m)
+static char *merge_tmp_alloc(const struct pairing *pr, const struct rd_ring_hooks *hooks,
+                             struct merge_tmp *m)
 {
     uint32_t nfp = (uint32_t)pr->fresh_points;
     unsigned b = 1;
@@ -1101,23 +1120,19 @@ static char *merge_tmp_alloc(const struct build_plan *p, const struct pairing *p
         b++;
     m->b = b;
     m->sh = sort_shape_of(nfp, b);
-    size_t off_names = align_up(p->n * sizeof(void *), sizeof(uint64_t));
-    size_t off_hashes =
-        align_up(off_names + pr->nfresh * sizeof(struct ring_name), sizeof(uint64_t));
+    size_t off_hashes = align_up(pr->nfresh * sizeof(struct ring_name), sizeof(uint64_t));
     size_t off_t = off_hashes + ((size_t)nfp + 1) * sizeof(uint64_t);
     size_t off_u32 = align_up(off_t + sort_tmp_size(&m->sh), sizeof(uint64_t));
-    /* u32 arrays: zone_sizes[n] | sub points[nfresh] | sub owner[F] | sub first[2^b + 1] |
-     * gone[the old points that go] */
-    size_t u32s = p->n + pr->nfresh + nfp + ((size_t)1 << b) + 1 + pr->gone_points;
+    /* u32 arrays: sub points[nfresh] | sub owner[F] | sub first[2^b + 1] | gone[the old
+     * points that go] */
+    size_t u32s = pr->nfresh + nfp + ((size_t)1 << b) + 1 + pr->gone_points;
     char *mem = ring_alloc(hooks, off_u32 + u32s * sizeof(uint32_t));
     if (!mem) return NULL;
     memset(&m->sub, 0, sizeof m->sub);
-    m->zone_ptrs = mem;
-    m->sub.names = (struct ring_name *)(mem + off_names);
+    m->sub.names = (struct ring_name *)mem;
     m->sub.hashes = (uint64_t *)(mem + off_hashes);
     m->t = sort_tmp_of(mem + off_t, &m->sh);
-    m->zone_sizes = (uint32_t *)(mem + off_u32);
-    m->sub.points = m->zone_sizes + p->n;
+    m->sub.points = (uint32_t *)(mem + off_u32);
     m->sub.owner = m->sub.points + pr->nfresh;
     m->sub.first = m->sub.owner + nfp;
     m->gone = m->sub.first + ((size_t)1 << b) + 1;
@@ -1130,7 +1145,6 @@ static bool place_merged(struct rd_ring *r, const struct rd_ring *old, const str
                          struct merge_tmp *m, const struct rd_ring_hooks *hooks)
 {
     uint32_t nfp = (uint32_t)pr->fresh_points;
-    index_zones(r, m->zone_ptrs, m->zone_sizes);
     if (!sort_fresh(r, pr->fresh, pr->nfresh, nfp, &m->sub, &m->sh, m->b, m->t, hooks))
         return false;
     m->sub.hashes[nfp] = UINT64_MAX; /* sort_points leaves it; the merge relies on it */
@@ -1170,7 +1184,7 @@ static int build_merged(const struct rd_ring *old, struct build_plan *p,
     }
     struct merge_tmp m;
     struct rd_ring *r = ring_block(p, hooks);
-    char *tmp = r ? merge_tmp_alloc(p, &pr, hooks, &m) : NULL;
+    char *tmp = r ? merge_tmp_alloc(&pr, hooks, &m) : NULL;
     if (!tmp) {
         free(r);
         free(pr.old_to_new);
@@ -1179,6 +1193,12 @@ static int build_merged(const struct rd_ring *old, struct build_plan *p,
     }
     fill_members(r, p);
     free(p->sorted);
+    if (!index_zones(r, hooks)) {
+        free(tmp);
+        free(pr.old_to_new);
+        free(r);
+        return RD_ENOMEM;
+    }
     bool placed = place_merged(r, old, &pr, &m, hooks);
     free(tmp);
     free(pr.old_to_new);
