@@ -842,7 +842,7 @@ static void fill_members(struct rd_ring *r, const struct build_plan *p)
         memcpy(nm->s, m->name, len + 1);
         struct ring_zone *zn = &r->zones[k];
         /* a size_t length, not the byte: GCC inlines a copy it knows is short as `rep movs`,
-         * which costs more than the whole rest of a member's filling */
+         * the hottest line of a zoned rebuild at 10,000 members in perf */
         size_t zlen = m->zone ? strlen(m->zone) : 0;
         zn->len = (uint8_t)zlen;
         memcpy(zn->s, m->zone ? m->zone : "", zlen + 1);
