@@ -37,9 +37,9 @@
  * the most loaded of 10 members within 10% of the mean (exact max/mean <= 1.10) on every name
  * set of the sweep. 256 reached 1.15 and 320 1.15 on some sets; the spread falls as about
  * 1/sqrt(vnodes), so even 512 leaves an unlucky set a few percent over (worst seen 1.12).
- * Costs: 12 bytes + ~6 bytes of prefix table per point, 6-11 ms to build 1,000 members in
- * full (bench_ring), under 1 ms to rebuild them after a one-member change (rd_ring_rebuild,
- * old ring cached), 1.3-2.1 ms when it is not.
+ * Costs: 12 bytes + 4-8 bytes of prefix table per point; at 1,000 members, 4.6-13 ms to
+ * build in full and 0.8-2.7 ms to rebuild after a one-member change (rd_ring_rebuild), as
+ * the machine of bench/README.md runs quick or slow (bench_ring).
  */
 #define RD_RING_VNODES_DEFAULT 512
 /** Largest vnodes setting. */
