@@ -578,7 +578,8 @@ static bool sort_points(struct rd_ring *r, unsigned b, const struct sort_shape *
  * so a lookup knows where each rank's members go in its answer before it starts walking.
  * Every way of building a ring calls it once its members (names, zones) are in place. The
  * zones are numbered in their name order, found with rd_namesort(): a comparison sort of
- * thousands of members that share three zones cost as much as the rest of a rebuild.
+ * one pointer per member, thousands sharing three zones, costs as much as the rest of a
+ * rebuild.
  */
 static bool index_zones(struct rd_ring *r, const struct rd_ring_hooks *hooks)
 {

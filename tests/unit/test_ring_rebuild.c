@@ -685,6 +685,9 @@ static void test_rebuild_allocation_failure_is_enomem_and_leaks_nothing(void **s
     struct roster r;
     roster_init(&r, 32);
     roster_fill(&r, "node-%02d", 20, RD_WEIGHT_ONE);
+    for (size_t k = 0; k < r.n; k += 3) /* zones, so the zone index's scratch can fail too */
+        snprintf(r.zones[k], ZONE_LEN, "z%zu", k % 2);
+    roster_relink(&r);
     struct rd_ring *old = NULL;
     assert_int_equal(rd_ring_new(r.m, r.n, 16, &old), 0);
     roster_add(&r, "node-05x", RD_WEIGHT_ONE);
