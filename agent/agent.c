@@ -68,6 +68,7 @@
 #include "refusals.h"
 #include "ring.h"
 #include "snapshot.h"
+#include "stall.h"
 #include "swim.h"
 #include "sync.h"
 #include "wire.h"
@@ -113,6 +114,8 @@ struct rd_agent {
     bool trimming;               /* on_trim_timer's step on the builder thread is queued */
     uint64_t tick_due_ms;        /* when tick_timer is due: rd_swim_next_tick(), or now if past */
     struct rd_deafness deafness; /* the longest stretch the loop read no input, per tick */
+    struct rd_stall_meter stall; /* where the loop's time went between ticks */
+    bool stall_watches_builder;  /* the meter reads the builder thread too */
     uv_timer_t snapshot_timer;   /* armed by a membership change, with --state-dir */
     uv_signal_t sigterm, sigint, sighup;
     struct rd_query *query;
@@ -554,6 +557,35 @@ static void publish_member(struct rd_agent *a, const struct rd_member *m, bool i
 
 /* ---------------------------------------------------------------- UDP and timers */
 
+/* A tick that came a second or more late says where the loop's time went since the tick
+ * before (stall.h): on a CPU, waiting for one, in its poll, or blocked elsewhere. */
+static void log_stall(struct rd_agent *a, uint64_t lag_ms, uint64_t deaf_ms)
+{
+    if (!a->stall_watches_builder && a->builder_up) {
+        pid_t tid = atomic_load(&a->builder.tid);
+        if (tid) {
+            rd_stall_meter_watch(&a->stall, tid);
+            a->stall_watches_builder = true;
+        }
+    }
+    struct rd_stall s;
+    if (!rd_stall_meter_sample(&a->stall, uv_hrtime(), uv_metrics_idle_time(a->loop), &s) ||
+        lag_ms < RD_STALL_LOG_MS)
+        return;
+    struct rd_log_field f[] = {
+        RD_FUINT("late_ms", lag_ms),
+        RD_FUINT("deaf_ms", deaf_ms),
+        RD_FUINT("window_ms", s.window_ms),
+        RD_FUINT("on_cpu_ms", s.on_cpu_ms),
+        RD_FUINT("runnable_ms", s.runnable_ms),
+        RD_FUINT("polling_ms", s.polling_ms),
+        RD_FUINT("blocked_ms", s.blocked_ms),
+        RD_FUINT("builder_on_cpu_ms", s.builder_on_cpu_ms),
+        RD_FUINT("builder_runnable_ms", s.builder_runnable_ms),
+    };
+    rd_log(RD_LOG_WARN, "loop stalled", f, s.builder_known ? 9 : 7);
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct rd_agent *a = t->data;
@@ -562,6 +594,7 @@ static void on_tick(uv_timer_t *t)
     uint64_t lag = now > a->tick_due_ms ? now - a->tick_due_ms : 0;
     uint64_t deaf = rd_deafness_take(&a->deafness);
     if (deaf > lag) lag = deaf;
+    log_stall(a, lag, deaf);
     rd_swim_tick_lagged(a->swim, now, lag);
     flush(a);
 }
@@ -1906,6 +1939,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->tick_timer.data = a->rebuild_timer.data = a->trim_timer.data = a->leave_timer.data = a;
     a->join_timer.data = a;
     (void)rd_deafness_start(&a->deafness, a->loop); /* without it, lag is the tick's own */
+    rd_stall_meter_open(&a->stall);
     if (a->needs_join && a->cfg.join_timeout_s) {
         uv_timer_start(&a->join_timer, on_join_timeout, (uint64_t)a->cfg.join_timeout_s * 1000u, 0);
         uv_unref((uv_handle_t *)&a->join_timer);
@@ -1987,6 +2021,7 @@ out:
     /* The builder's job is given up and its thread joined, at the loop's priority
      * (ringjob.h), so that the exit does not wait on a starved nice-19 thread. */
     if (a->builder_up) rd_ring_builder_stop(&a->builder);
+    rd_stall_meter_close(&a->stall);
     signal(SIGHUP, SIG_IGN); /* closing on_sighup's handle restored the default */
     ignore_operator_signals();
     uv_run(a->loop, UV_RUN_DEFAULT);

@@ -23,6 +23,8 @@
  *     │             says when the next may start
  *     ├─► deafness.c  the longest stretch the loop went without reading input, which
  *     │               the tick counts as lag
+ *     ├─► stall.c  a tick a second late says where the time went: the loop and
+ *     │            builder threads' time on a CPU and waiting for one (schedstat)
  *     ├─► notify.c  READY=1, STOPPING=1 and STATUS= for systemd ($NOTIFY_SOCKET)
  *     ├─► refusals.c  the UDP socket's error queue: which destinations refused a
  *     │               datagram (ICMP port unreachable), for --probe-refusals
