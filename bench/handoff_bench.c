@@ -14,17 +14,16 @@
  * the agent). Run by hand (bench/README.md); it stops its own processes.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "bench_util.h"
+#include "crowd.h"
 #include "ring.h"
 #include "ringjob.h"
 
@@ -122,20 +121,11 @@ static struct result run_one(enum kind kind, unsigned seconds)
     return g.r; /* the process exits at once: the job in flight is not waited for */
 }
 
-static pid_t spawn_spinner(void)
-{
-    pid_t pid = fork();
-    if (pid == 0)
-        for (;;) {
-        }
-    return pid;
-}
+static unsigned g_seconds; /* for run_kind, in each process */
 
-static unsigned arg(int argc, char **argv, const char *name, unsigned dflt)
+static void run_kind(int kind, void *result)
 {
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0) return (unsigned)strtoul(argv[i + 1], NULL, 10);
-    return dflt;
+    *(struct result *)result = run_one((enum kind)kind, g_seconds);
 }
 
 int main(int argc, char **argv)
@@ -145,10 +135,12 @@ int main(int argc, char **argv)
              "[--vnodes 64]");
         return 0;
     }
-    unsigned spinners = arg(argc, argv, "--spinners", 30), pairs = arg(argc, argv, "--pairs", 10),
-             seconds = arg(argc, argv, "--seconds", 30);
-    g.n = arg(argc, argv, "--members", 100);
-    g.vnodes = arg(argc, argv, "--vnodes", 64);
+    unsigned spinners = crowd_arg(argc, argv, "--spinners", 30),
+             pairs = crowd_arg(argc, argv, "--pairs", 10),
+             seconds = crowd_arg(argc, argv, "--seconds", 30);
+    g.n = crowd_arg(argc, argv, "--members", 100);
+    g.vnodes = crowd_arg(argc, argv, "--vnodes", 64);
+    g_seconds = seconds;
     static char names[100000][32];
     if (g.n == 0 || g.n > 100000 || pairs == 0 || pairs > 100 || spinners > 2000) {
         fputs("bench_handoff: members 1..100000, pairs 1..100, spinners 0..2000\n", stderr);
@@ -160,40 +152,11 @@ int main(int argc, char **argv)
         g.members[i] = (struct rd_ring_member){names[i], RD_WEIGHT_ONE, NULL, NULL};
     }
     setenv("UV_THREADPOOL_SIZE", "1", 1); /* as the agent had it */
-    pid_t *spin = calloc(spinners + 1, sizeof *spin);
-    for (unsigned i = 0; i < spinners; i++)
-        spin[i] = spawn_spinner();
-    sleep(2); /* the spinners take the cores before the loops start */
-
-    pid_t kids[KINDS][100];
-    int fds[KINDS][100];
-    for (unsigned p = 0; p < pairs; p++)
-        for (int k = 0; k < KINDS; k++) {
-            int pipefd[2];
-            if (pipe(pipefd) != 0) abort();
-            pid_t pid = fork();
-            if (pid == 0) {
-                close(pipefd[0]);
-                struct result r = run_one((enum kind)k, seconds);
-                ssize_t w = write(pipefd[1], &r, sizeof r);
-                _exit(w == (ssize_t)sizeof r ? 0 : 1);
-            }
-            close(pipefd[1]);
-            kids[k][p] = pid;
-            fds[k][p] = pipefd[0];
-        }
-    struct result got[KINDS][100];
-    for (int k = 0; k < KINDS; k++)
-        for (unsigned p = 0; p < pairs; p++) {
-            if (read(fds[k][p], &got[k][p], sizeof got[k][p]) != (ssize_t)sizeof got[k][p])
-                memset(&got[k][p], 0, sizeof got[k][p]);
-            close(fds[k][p]);
-            waitpid(kids[k][p], NULL, 0);
-        }
-    for (unsigned i = 0; i < spinners; i++)
-        kill(spin[i], SIGKILL);
-    for (unsigned i = 0; i < spinners; i++)
-        waitpid(spin[i], NULL, 0);
+    pid_t *spin = crowd_start(spinners);
+    struct result *got = calloc((size_t)KINDS * pairs, sizeof *got); /* kind by kind */
+    if (!got) abort();
+    crowd_run(KINDS, pairs, run_kind, sizeof *got, got);
+    crowd_stop(spin, spinners);
 
     printf("%u spinners, %u processes per kind, %u s, jobs of %zu members x %u vnodes\n", spinners,
            pairs, seconds, g.n, g.vnodes);
@@ -203,14 +166,14 @@ int main(int argc, char **argv)
         unsigned jobs = 0, late = 0;
         double worst[100];
         for (unsigned p = 0; p < pairs; p++) {
-            jobs += got[k][p].jobs;
-            late += got[k][p].late_1s;
-            worst[p] = got[k][p].worst_ms;
+            jobs += got[k * pairs + p].jobs;
+            late += got[k * pairs + p].late_1s;
+            worst[p] = got[k * pairs + p].worst_ms;
         }
         double med = median(worst, (int)pairs); /* sorts: the worst is last */
         printf("%-8s %8u %18.0f %16.0f %12u\n", kind_names[k], jobs, med, worst[pairs - 1], late);
     }
-    free(spin);
     free(g.members);
+    free(got);
     return 0;
 }
