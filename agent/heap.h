@@ -45,6 +45,33 @@ static inline void rd_heap_keep_freed(void)
  * which a build thread preempted at its low priority would hold for as long.
  */
 
+/*
+ * A thread's arena grows by making usable more of the address space glibc reserved for it
+ * (64 MB a heap), one mprotect() at a time. The kernel changes a process's mappings under
+ * one lock, and may give the CPU away while it holds it. A build thread at nice 19 on a
+ * crowded host then keeps that lock for seconds, waiting for a CPU, while the loop's next
+ * brk() waits for the lock: in 1,000-agent storms a loop logged `loop stalled
+ * ... blocked_ms=5145 ... builder_runnable_ms=6156` (stall.h). So a build thread grows its
+ * arena once, as it starts and before it lowers its priority: a block of
+ * RD_HEAP_ARENA_BYTES taken and given back leaves that much usable, and builds that fit in
+ * it (a full build beside a ring of 1,000 x 512 reaches 23 MB) change no mapping. It costs
+ * no resident memory: pages are faulted in only as builds touch them, and a trim gives them
+ * back with madvise(), which leaves them usable. It does count toward the kernel's commit
+ * charge, which only the strict overcommit policy (vm.overcommit_memory = 2) limits; under
+ * that policy glibc also trims by unmapping, so growth after a trim changes mappings again.
+ */
+#define RD_HEAP_ARENA_BYTES (56u * 1024u * 1024u)
+
+/** On a thread that builds, first thing, under rd_heap_keep_freed()'s policy. Nothing under
+ *  AddressSanitizer, whose allocator is its own. */
+static inline void rd_heap_grow_own_arena(void)
+{
+#ifndef __SANITIZE_ADDRESS__
+    void *volatile block = malloc(RD_HEAP_ARENA_BYTES); /* volatile: not elided */
+    free(block);
+#endif
+}
+
 /** Block size whose free makes glibc look at its arena's top (above its 64 KB threshold).
  *  It is taken from the arena, not mapped on its own, only because the policy maps none. */
 #define RD_HEAP_NUDGE_BYTES (256u * 1024u)

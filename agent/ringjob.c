@@ -129,6 +129,7 @@ static void signal_fd(int fd)
 static void *builder_main(void *arg)
 {
     struct rd_ring_builder *b = arg;
+    rd_heap_grow_own_arena(); /* while the thread has the loop's priority (heap.h) */
     lower_this_thread(b);
     for (;;) {
         uint64_t count;

@@ -23,7 +23,8 @@
  * alive and unchanged until the job is done: one job at a time. It leaves the new ring, or
  * an error, and what moved, for the loop to publish. The loop frees the rings the thread
  * allocated only while the thread waits for its next job, so never under a malloc arena lock
- * that the thread holds.
+ * that the thread holds. Nor does the thread hold the kernel's lock on the process's
+ * mappings at its low priority: it grows its malloc arena before it lowers itself (heap.h).
  *
  * When the agent stops it gives its job up: the build reads the job's flag as it goes
  * (rd_ring_build_abandonable) and no diff follows it (a diff, once begun, runs to its end),
