@@ -1846,6 +1846,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->loop = uv_default_loop();
     a->start_ms = now_ms();
     uv_loop_configure(a->loop, UV_METRICS_IDLE_TIME); /* for rd_deafness */
+    rd_stall_meter_open(&a->stall);                   /* before any exit: the end closes it */
     start_builder(a);
     char err[512];
     int rc = RD_ENOMEM;
@@ -1939,7 +1940,6 @@ int rd_agent_run(const struct rd_agent_config *config)
     a->tick_timer.data = a->rebuild_timer.data = a->trim_timer.data = a->leave_timer.data = a;
     a->join_timer.data = a;
     (void)rd_deafness_start(&a->deafness, a->loop); /* without it, lag is the tick's own */
-    rd_stall_meter_open(&a->stall);
     if (a->needs_join && a->cfg.join_timeout_s) {
         uv_timer_start(&a->join_timer, on_join_timeout, (uint64_t)a->cfg.join_timeout_s * 1000u, 0);
         uv_unref((uv_handle_t *)&a->join_timer);
