@@ -282,10 +282,13 @@ static void assert_agrees(struct ringd_client *c, const struct rd_ring *ring, in
     }
 }
 
-/* Waits up to 5 s for the client's checksum to become `sum`. */
+/* Waits for the client to serve the ring of checksum `sum`, as long as a refresher may take
+ * in the worst case the client allows: its longest backoff, then one exchange up to its
+ * timeout, with a second to spare. */
 static bool wait_checksum(struct ringd_client *c, uint64_t sum)
 {
-    for (int64_t end = now_ms() + 5000; now_ms() < end; sleep_ms(2))
+    int64_t limit = RINGD_CLIENT_BACKOFF_MAX_MS + RINGD_CLIENT_TIMEOUT_MS + 1000;
+    for (int64_t end = now_ms() + limit; now_ms() < end; sleep_ms(2))
         if (ringd_client_checksum(c) == sum) return true;
     return false;
 }
