@@ -48,7 +48,6 @@ struct result {
     unsigned long rounds; /* the thread's */
 };
 
-static atomic_bool stop;
 static atomic_ulong rounds;
 
 static void *thread_main(void *arg)
@@ -63,7 +62,7 @@ static void *thread_main(void *arg)
         for (size_t i = 0; i < REGION; i += 1u << 21) /* page tables in every 2 MB */
             region[i] = 1;
     }
-    while (!atomic_load(&stop)) {
+    for (;;) { /* until the process exits */
         if (kind == MAPS) {
             mprotect(region, REGION, PROT_NONE);
             mprotect(region, REGION, PROT_READ | PROT_WRITE);
@@ -76,7 +75,6 @@ static void *thread_main(void *arg)
         }
         atomic_fetch_add(&rounds, 1);
     }
-    return NULL;
 }
 
 static struct result run_one(enum kind kind, unsigned seconds)
