@@ -1,0 +1,257 @@
+/*
+ * firstbuild_bench.c — what a builder's first rings cost in memory never touched before,
+ * and what two ways of taking that memory in bigger steps would save.
+ *
+ * An agent that joins a large cluster builds its first full ring in fresh memory, and every
+ * page of it is faulted in as the build writes it. Each run is a new process (fresh pages),
+ * in which a thread grows its arena as the agent's builder does (rd_heap_grow_own_arena,
+ * agent/heap.h), and then, by kind:
+ *   plain    nothing more: the agent;
+ *   huge     the grown arena marked for transparent huge pages (madvise MADV_HUGEPAGE), so
+ *            that the build's memory comes 2 MB a fault where the kernel offers them;
+ *   populate the build's memory faulted in ahead, in one call (MADV_POPULATE_WRITE) on a
+ *            block of the size the build will take, given back before it: no trap a page.
+ * Then:
+ *   full     builds the ring of MEMBERS x VNODES (rd_ring_new): the joiner's first full ring;
+ *   merge    rebuilds it with one member more (rd_ring_rebuild): the next change, in memory
+ *            the full build's scratch left behind;
+ *   lookup   ns per rd_ring_owner() over 1,000,000 keys on the merged ring, from the loop
+ *            thread (the agent answers from its loop).
+ * For each it takes the thread's CPU time and its minor faults (getrusage RUSAGE_THREAD), the
+ * kind's own step counted in the full build's, and it reads the process's peak resident
+ * memory (VmHWM) and AnonHugePages at the end. The order of the kinds turns run by run, so
+ * all see the same machine. Prints per kind the median and the range of each figure. Run by
+ * hand (bench/README.md).
+ *
+ *   bench_firstbuild [--members N] [--vnodes V] [--runs R]
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "heap.h"
+#include "ring.h"
+
+enum kind { PLAIN, HUGE, POPULATE, KINDS };
+static const char *const kind_names[KINDS] = {"plain", "huge", "populate"};
+
+#define HUGE_BYTES             (2u << 20)
+#define POPULATE_BYTES_A_POINT 46 /* a full build's peak: 23 MB at 1,000 x 512 */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+#define LOOKUPS  1000000
+#define MAX_RUNS 101
+
+struct result {
+    double full_ms, merge_ms, lookup_ns;
+    double full_faults, merge_faults, peak_mb, anon_huge_kb;
+};
+
+struct job {
+    enum kind kind;
+    size_t members;
+    uint32_t vnodes;
+    struct rd_ring *ring;
+    struct result *r;
+    int rc;
+};
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double thread_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (double)ru.ru_minflt;
+}
+
+/* The value of `field` ("VmHWM:") in a /proc file of kB lines; -1 if missing. */
+static double proc_kb(const char *path, const char *field)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    double kb = -1;
+    size_t len = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, len) == 0 && sscanf(line + len, "%lf", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+static struct rd_ring_member *roster(size_t n, char (*names)[24])
+{
+    struct rd_ring_member *m = calloc(n, sizeof *m);
+    if (!m) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "node-%zu", i);
+        m[i] = (struct rd_ring_member){.name = names[i], .weight = RD_WEIGHT_ONE};
+    }
+    return m;
+}
+
+static void *builder(void *arg)
+{
+    struct job *j = arg;
+    j->rc = -1;
+    rd_heap_grow_own_arena();
+    double f0 = thread_faults(), c0 = thread_cpu_ms(); /* the kind's own step counts too */
+    size_t populate = j->members * j->vnodes * POPULATE_BYTES_A_POINT;
+    if (j->kind != PLAIN) {
+        char *block = malloc(j->kind == HUGE ? RD_HEAP_ARENA_BYTES : populate);
+        if (!block) return NULL;
+        if (j->kind == HUGE) { /* the 2 MB-aligned inside of the arena's free top */
+            uintptr_t lo = ((uintptr_t)block + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1);
+            uintptr_t hi = ((uintptr_t)block + RD_HEAP_ARENA_BYTES) & ~(uintptr_t)(HUGE_BYTES - 1);
+            j->rc = madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+        } else {
+            uintptr_t lo = ((uintptr_t)block + 4095) & ~(uintptr_t)4095;
+            uintptr_t hi = ((uintptr_t)block + populate) & ~(uintptr_t)4095;
+            j->rc = madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+        }
+        free(block);
+        if (j->rc < 0) return NULL;
+        j->rc = -1;
+    }
+    char(*names)[24] = malloc((j->members + 1) * sizeof *names);
+    struct rd_ring_member *m = names ? roster(j->members + 1, names) : NULL;
+    struct rd_ring *full = NULL;
+    if (!m) goto out;
+    if (rd_ring_new(m, j->members, j->vnodes, &full) < 0) goto out;
+    double f1 = thread_faults(), c1 = thread_cpu_ms();
+    if (rd_ring_rebuild(full, m, j->members + 1, j->vnodes, &j->ring) < 0) goto out;
+    double f2 = thread_faults(), c2 = thread_cpu_ms();
+    j->r->full_ms = c1 - c0;
+    j->r->full_faults = f1 - f0;
+    j->r->merge_ms = c2 - c1;
+    j->r->merge_faults = f2 - f1;
+    j->rc = 0;
+out:
+    rd_ring_delete(full);
+    free(m);
+    free(names);
+    return NULL;
+}
+
+/* One run in this (child) process: fills *r; 0 or -1. */
+static int run_once(enum kind kind, size_t members, uint32_t vnodes, struct result *r)
+{
+    rd_heap_keep_freed(); /* the agent's policy, set at its start */
+    struct job j = {.kind = kind, .members = members, .vnodes = vnodes, .r = r};
+    pthread_t t;
+    if (pthread_create(&t, NULL, builder, &j) != 0) return -1;
+    pthread_join(t, NULL);
+    if (j.rc < 0) return -1;
+    char key[32];
+    uint64_t sum = 0;
+    double t0 = now_ns();
+    for (unsigned i = 0; i < LOOKUPS; i++) {
+        int len = snprintf(key, sizeof key, "key:%u", i * 2654435761u);
+        sum += (uint64_t)rd_ring_owner(j.ring, key, (size_t)len);
+    }
+    r->lookup_ns = (now_ns() - t0) / LOOKUPS;
+    r->peak_mb = proc_kb("/proc/self/status", "VmHWM:") / 1024;
+    r->anon_huge_kb = proc_kb("/proc/self/smaps_rollup", "AnonHugePages:");
+    rd_ring_delete(j.ring);
+    return sum == 0 ? -1 : 0; /* sum: keeps the lookups */
+}
+
+/* Runs kind in a new process; its result comes back through a pipe. */
+static int run_child(enum kind kind, size_t members, uint32_t vnodes, struct result *r)
+{
+    int fd[2];
+    if (pipe(fd) < 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(fd[0]);
+        struct result mine;
+        int ok = run_once(kind, members, vnodes, &mine) == 0 &&
+                 write(fd[1], &mine, sizeof mine) == (ssize_t)sizeof mine;
+        _exit(ok ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t got = read(fd[0], r, sizeof *r);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return got == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static void report(const char *what, double *v, int n)
+{
+    double lo = v[0], hi = v[0];
+    for (int i = 1; i < n; i++) {
+        if (v[i] < lo) lo = v[i];
+        if (v[i] > hi) hi = v[i];
+    }
+    printf("  %-22s %10.2f  (%.2f-%.2f)\n", what, median(v, n), lo, hi);
+}
+
+int main(int argc, char **argv)
+{
+    size_t members = 1000;
+    uint32_t vnodes = 512;
+    int runs = 11;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--members") && i + 1 < argc)
+            members = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--vnodes") && i + 1 < argc)
+            vnodes = (uint32_t)strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--members N] [--vnodes V] [--runs R]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (members < 1 || vnodes < 1 || runs < 1 || runs > MAX_RUNS) {
+        fprintf(stderr, "bench_firstbuild: members and vnodes >= 1, runs 1..%d\n", MAX_RUNS);
+        return 2;
+    }
+    static struct result res[KINDS][MAX_RUNS];
+    for (int r = 0; r < runs; r++)
+        for (int k = 0; k < KINDS; k++) {
+            enum kind kind = (enum kind)((r + k) % KINDS); /* alternate which goes first */
+            if (run_child(kind, members, vnodes, &res[kind][r]) < 0) {
+                fprintf(stderr, "bench_firstbuild: a %s run failed\n", kind_names[kind]);
+                return 1;
+            }
+        }
+    printf("first rings at %zu x %u, %d runs per kind, each in a new process: median (range)\n",
+           members, vnodes, runs);
+    for (int k = 0; k < KINDS; k++) {
+        double v[MAX_RUNS];
+        printf("%s\n", kind_names[k]);
+#define COLUMN(field, label)                                                                       \
+    do {                                                                                           \
+        for (int r = 0; r < runs; r++)                                                             \
+            v[r] = res[k][r].field;                                                                \
+        report(label, v, runs);                                                                    \
+    } while (0)
+        COLUMN(full_ms, "full build, CPU ms");
+        COLUMN(full_faults, "full build, faults");
+        COLUMN(merge_ms, "merge, CPU ms");
+        COLUMN(merge_faults, "merge, faults");
+        COLUMN(lookup_ns, "lookup, ns");
+        COLUMN(peak_mb, "peak resident, MB");
+        COLUMN(anon_huge_kb, "AnonHugePages, kB");
+#undef COLUMN
+    }
+    return 0;
+}
