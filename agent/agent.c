@@ -1831,6 +1831,7 @@ int rd_agent_run(const struct rd_agent_config *config)
     signal(SIGHUP, SIG_IGN);
     ignore_operator_signals();
     rd_heap_keep_freed();
+    rd_heap_grow_loop_heap(); /* before the loop allocates: no brk() while it is busy (heap.h) */
     struct rd_agent *a = calloc(1, sizeof *a);
     if (!a) return RD_ENOMEM;
     a->rebuild_pace = rd_pace_init(RD_REBUILD_COALESCE_MS, RD_REBUILD_GAP_MS, RD_REBUILD_GAP_MAX_MS,

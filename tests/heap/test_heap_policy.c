@@ -2,7 +2,8 @@
  * test_heap_policy.c — the agent's heap policy (agent/heap.h) does what it is for: a
  * rebuild reuses the memory freed by the one before instead of faulting in fresh pages,
  * and rd_heap_release() gives the free memory back, that of a thread building rings in its
- * own arena too.
+ * own arena too; the loop's heap is grown ahead, so that the loop's allocations move no
+ * program break.
  *
  * Built without the sanitizers (tests/CMakeLists.txt), with its own copy of lib/: their
  * allocator replaces glibc's, which the policy configures. Each case runs in a child
@@ -19,6 +20,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/resource.h>
@@ -137,6 +140,34 @@ static long child_run_threaded(bool with_thread_step)
     return b.ok ? left : -1;
 }
 
+/* In a child: 1 if 6 MB of the loop's allocations, made after rd_heap_grow_loop_heap() and
+ * again after rd_heap_release(), left the program break where it was (no brk() growth);
+ * 0 if either moved it. With `grow` false nothing is grown ahead: the control. */
+static long child_run_loop_heap(bool grow)
+{
+    enum { BLOCKS = 60, BLOCK = 100 * 1024 };
+    static void *blocks[BLOCKS];
+    rd_heap_keep_freed();
+    if (grow) rd_heap_grow_loop_heap();
+    long still = 1;
+    for (int round = 0; round < 2; round++) {
+        void *before = sbrk(0);
+        for (int i = 0; i < BLOCKS; i++) {
+            blocks[i] = malloc(BLOCK);
+            if (!blocks[i]) return -1;
+            memset(blocks[i], 1, 64);
+        }
+        still = still && sbrk(0) == before;
+        for (int i = 0; i < BLOCKS; i++)
+            free(blocks[i]);
+        if (grow)
+            rd_heap_release(); /* trims the heap's top, and grows it ahead again */
+        else
+            malloc_trim(0);
+    }
+    return still;
+}
+
 /* What a child runs. */
 enum run {
     JOINS_GLIBC,          /* child_run(false, false) */
@@ -144,6 +175,8 @@ enum run {
     JOINS_RELEASED,       /* child_run(true, true) */
     THREAD_LOOP_STEPS,    /* child_run_threaded(false) */
     THREAD_ALL_THE_STEPS, /* child_run_threaded(true) */
+    LOOP_HEAP_GROWN,      /* child_run_loop_heap(true) */
+    LOOP_HEAP_AS_IS,      /* child_run_loop_heap(false) */
 };
 
 static long child_run_mode(enum run run)
@@ -159,6 +192,10 @@ static long child_run_mode(enum run run)
         return child_run_threaded(false);
     case THREAD_ALL_THE_STEPS:
         return child_run_threaded(true);
+    case LOOP_HEAP_GROWN:
+        return child_run_loop_heap(true);
+    case LOOP_HEAP_AS_IS:
+        return child_run_loop_heap(false);
     }
     return -1;
 }
@@ -224,6 +261,16 @@ static void test_release_shrinks_the_build_threads_arena(void **state)
     assert_true(with + 1000 < without);
 }
 
+/* The loop's heap is grown ahead at start and after each release (heap.h): the loop's
+ * allocations while the membership changes take no brk(), which waits for any holder of the
+ * heap's locks. Without the growth the same allocations move the break: the control. */
+static void test_the_loops_heap_is_grown_ahead(void **state)
+{
+    (void)state;
+    assert_int_equal(in_child(LOOP_HEAP_GROWN), 1);
+    assert_int_equal(in_child(LOOP_HEAP_AS_IS), 0);
+}
+
 int main(void)
 {
     fill_members();
@@ -231,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_a_growing_ring_reuses_freed_memory_under_the_policy),
         cmocka_unit_test(test_release_gives_the_freed_rings_back),
         cmocka_unit_test(test_release_shrinks_the_build_threads_arena),
+        cmocka_unit_test(test_the_loops_heap_is_grown_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
