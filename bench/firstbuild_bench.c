@@ -94,7 +94,7 @@ static double proc_kb(const char *path, const char *field)
     return kb;
 }
 
-static struct rd_ring_member *roster(size_t n, char (*names)[24])
+static struct rd_ring_member *roster(size_t n, char (*names)[32])
 {
     struct rd_ring_member *m = calloc(n, sizeof *m);
     if (!m) return NULL;
@@ -128,7 +128,7 @@ static void *builder(void *arg)
         if (j->rc < 0) return NULL;
         j->rc = -1;
     }
-    char(*names)[24] = malloc((j->members + 1) * sizeof *names);
+    char(*names)[32] = malloc((j->members + 1) * sizeof *names);
     struct rd_ring_member *m = names ? roster(j->members + 1, names) : NULL;
     struct rd_ring *full = NULL;
     if (!m) goto out;
