@@ -557,8 +557,8 @@ static void publish_member(struct rd_agent *a, const struct rd_member *m, bool i
 
 /* ---------------------------------------------------------------- UDP and timers */
 
-/* A tick that came a second or more late says where the loop's time went since the tick
- * before (stall.h): on a CPU, waiting for one, in its poll, or blocked elsewhere. */
+/* A tick that came a second or more late says where the loop's time went since the meter's
+ * point before (stall.h): on a CPU, waiting for one, in its poll, or blocked elsewhere. */
 static void log_stall(struct rd_agent *a, uint64_t lag_ms, uint64_t deaf_ms)
 {
     if (!a->stall_watches_builder && a->builder_up) {
@@ -568,8 +568,10 @@ static void log_stall(struct rd_agent *a, uint64_t lag_ms, uint64_t deaf_ms)
             a->stall_watches_builder = true;
         }
     }
+    uint64_t now = uv_hrtime();
     struct rd_stall s;
-    if (!rd_stall_meter_sample(&a->stall, uv_hrtime(), uv_metrics_idle_time(a->loop), &s) ||
+    if (!rd_stall_meter_due(&a->stall, now, lag_ms) ||
+        !rd_stall_meter_sample(&a->stall, now, uv_metrics_idle_time(a->loop), &s) ||
         lag_ms < RD_STALL_LOG_MS)
         return;
     struct rd_log_field f[] = {

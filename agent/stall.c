@@ -90,6 +90,12 @@ void rd_stall_meter_watch(struct rd_stall_meter *m, pid_t tid)
     m->builder_fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
+bool rd_stall_meter_due(const struct rd_stall_meter *m, uint64_t now_ns, uint64_t late_ms)
+{
+    if (late_ms >= RD_STALL_LOG_MS || !m->have || now_ns < m->last.at_ns) return true;
+    return now_ns - m->last.at_ns >= (uint64_t)RD_STALL_POINT_EVERY_MS * 1000000u;
+}
+
 bool rd_stall_meter_sample(struct rd_stall_meter *m, uint64_t now_ns, uint64_t polling_ns,
                            struct rd_stall *since)
 {

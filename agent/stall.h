@@ -7,9 +7,12 @@
  * CPU shares a crowded host; one that slept outside its poll waited on the kernel (a lock,
  * a fault, a disk). Linux keeps, per thread, the time it spent on a CPU and the time it was
  * runnable but waiting (`/proc/thread-self/schedstat`); libuv keeps the time its loop spent
- * in the poll. The agent samples them at every tick, so a late tick can say how the time
- * since the tick before it divides, and the same for the builder thread (ringjob.h), whose
- * low priority is the first suspect when a loop stalls on a crowded host.
+ * in the poll. The agent samples them at its ticks, so a late tick can say how the time
+ * since the point before it divides, and the same for the builder thread (ringjob.h), whose
+ * low priority is the first suspect when a loop stalls on a crowded host. A tick on time
+ * takes a point only every RD_STALL_POINT_EVERY_MS: in a join storm ticks come several a
+ * second, and their reads of schedstat were 2.3% of all the storm's CPU. A late tick always
+ * does, from a point at most that much older than the tick before it.
  *
  * The arithmetic (rd_stall_between) and the parsing are apart from the reads, so a unit
  * test can check both without a kernel's help.
@@ -24,6 +27,9 @@
 
 /** A lateness the agent logs as a stall, in ms (a second: peers begin to suspect). */
 #define RD_STALL_LOG_MS 1000
+
+/** How often a tick on time takes a point, in ms. */
+#define RD_STALL_POINT_EVERY_MS 500
 
 /** One thread's cumulative times, as schedstat gives them. */
 struct rd_sched_times {
@@ -70,6 +76,10 @@ struct rd_stall_meter {
 void rd_stall_meter_open(struct rd_stall_meter *m);
 /** Reads thread `tid` of this process too from the next sample on (0: none). */
 void rd_stall_meter_watch(struct rd_stall_meter *m, pid_t tid);
+/** Whether a tick at `now_ns`, `late_ms` late, takes a point: a late one (RD_STALL_LOG_MS or
+ *  more) always, one on time when there is none yet or the last is RD_STALL_POINT_EVERY_MS
+ *  old. */
+bool rd_stall_meter_due(const struct rd_stall_meter *m, uint64_t now_ns, uint64_t late_ms);
 /** Takes a point; true, with the window since the point before, if there was one. */
 bool rd_stall_meter_sample(struct rd_stall_meter *m, uint64_t now_ns, uint64_t polling_ns,
                            struct rd_stall *since);

@@ -119,6 +119,22 @@ static void spin_cpu_ms(long ms)
     while ((c.tv_sec - c0.tv_sec) * 1000 + (c.tv_nsec - c0.tv_nsec) / 1000000 < ms);
 }
 
+/* Ticks on time take a point every RD_STALL_POINT_EVERY_MS; a late tick always takes one. */
+static void test_a_point_is_due_late_or_every_half_second(void **state)
+{
+    (void)state;
+    const uint64_t ms = 1000000u, every = RD_STALL_POINT_EVERY_MS * ms;
+    struct rd_stall_meter m = {.loop_fd = -1, .builder_fd = -1, .have = false};
+    assert_true(rd_stall_meter_due(&m, 5 * every, 0)); /* no point yet */
+    m.have = true;
+    m.last.at_ns = 5 * every;
+    assert_false(rd_stall_meter_due(&m, 5 * every, 0));
+    assert_false(rd_stall_meter_due(&m, 6 * every - 1, RD_STALL_LOG_MS - 1));
+    assert_true(rd_stall_meter_due(&m, 6 * every, 0));
+    assert_true(rd_stall_meter_due(&m, 5 * every + ms, RD_STALL_LOG_MS)); /* late: always */
+    assert_true(rd_stall_meter_due(&m, 5 * every - 1, 0)); /* a clock that went back */
+}
+
 static void test_the_meter_tells_a_sleep_from_a_spin(void **state)
 {
     (void)state;
@@ -170,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_parse_refuses_what_is_not_schedstat),
         cmocka_unit_test(test_a_window_divides_into_its_parts),
         cmocka_unit_test(test_the_meter_tells_a_sleep_from_a_spin),
+        cmocka_unit_test(test_a_point_is_due_late_or_every_half_second),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
