@@ -138,3 +138,26 @@ last_log_ms() {
   done
   echo "$latest"
 }
+
+# starve PID TID SPINNERS: a thread that gets almost no CPU, as on a host crowded by a join
+# storm. Every thread of PID is pinned to the first CPU it may use, beside SPINNERS busy
+# loops (killed on exit, like the agents), and thread TID is put under SCHED_IDLE. False if
+# either cannot be done. Needs taskset and chrt (util-linux). unstarve PID TID undoes it.
+starve() {
+  STARVED_CPUS=$(taskset -p -c "$1" | sed 's/.*: //')
+  local cpu k
+  cpu=$(echo "$STARVED_CPUS" | sed 's/[,-].*//')
+  SPINNERS=""
+  for k in $(seq "$3"); do
+    taskset -c "$cpu" sh -c 'while :; do :; done' &
+    SPINNERS="$SPINNERS $!"
+  done
+  PIDS="$PIDS $SPINNERS"
+  taskset -a -p -c "$cpu" "$1" >/dev/null && chrt -i -p 0 "$2"
+}
+unstarve() {
+  local p
+  for p in $SPINNERS; do { kill -KILL "$p" && wait "$p"; } 2>/dev/null; done
+  taskset -a -p -c "$STARVED_CPUS" "$1" >/dev/null
+  chrt -o -p 0 "$2"
+}

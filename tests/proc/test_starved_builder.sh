@@ -25,18 +25,9 @@ wait_for 20 agreed 3 >/dev/null || { fail "3 agents did not agree within 20 s"; 
 # Starve w's builder: the whole agent on one CPU (the first this test may use) with four
 # busy loops, its builder thread (found by name) at SCHED_IDLE.
 wpid=$(pid_of w)
-cpus=$(taskset -p -c "$wpid" | sed 's/.*: //')
-cpu=$(echo "$cpus" | sed 's/[,-].*//')
 builder=$(grep -lx ring-builder /proc/"$wpid"/task/*/comm | cut -d/ -f5)
 [ -n "$builder" ] || { fail "w has no thread named ring-builder"; finish; exit; }
-spinners=""
-for _ in 1 2 3 4; do
-  taskset -c "$cpu" sh -c 'while :; do :; done' &
-  spinners="$spinners $!"
-done
-PIDS="$PIDS $spinners"
-taskset -a -p -c "$cpu" "$wpid" >/dev/null && chrt -i -p 0 "$builder" ||
-  { fail "could not pin w or lower its builder thread"; finish; exit; }
+starve "$wpid" "$builder" 4 || { fail "could not pin w or lower its builder thread"; finish; exit; }
 
 # (a) and (b): flip a's weight until w reports a replaced list, at most 120 times
 skipped() { grep -E 'msg="ring rebuilt".* skipped=[1-9]' "$DIR/w.log" >/dev/null; }
@@ -62,9 +53,7 @@ check "(b) w answered PING and OWNER within 0.5 s while its builder starved (slo
 
 # (c) the busy loops stop and w gets its CPUs and its builder's policy back; every ring,
 # w's included, then holds a's last weight (an older ring, one weight back, could agree too)
-for p in $spinners; do { kill -KILL "$p" && wait "$p"; } 2>/dev/null; done
-taskset -a -p -c "$cpus" "$wpid" >/dev/null
-chrt -o -p 0 "$builder"
+unstarve "$wpid" "$builder"
 # weight_in NAME: a's weight in NAME's ring, the line after a's name in RING's reply
 weight_in() { redis-cli -s "$DIR/$1.sock" RING | tr -d '\r' | awk 'f { print; exit } $0 == "a" { f = 1 }'; }
 last_list() {
