@@ -5,11 +5,12 @@
  *   UDP datagram ─ decode ─► rd_swim_recv ─┐
  *   tick timer ──────────► rd_swim_tick ───┼─► flush(): send packets, open syncs,
  *   TCP sync frame (sync.c) ─► sync_recv ──┘   log events, schedule ring rebuild, re-arm tick
- * The tick tells the core how late it runs (rd_swim_tick_lagged): on a starved host the
- * loop runs its overdue timer before it reads the datagrams that waited, and the core then
- * puts its verdicts off until they are read. Late is the later of two measures: the tick's
- * own lateness against the time the core asked for, and the longest stretch since the last
- * tick that the loop spent busy, not waiting for input (deafness.c).
+ * The tick tells the core how late it runs (rd_swim_tick_lagged), and the core then puts
+ * its verdicts off until the datagrams that waited meanwhile are read. Late is the later of
+ * two measures: the tick's own lateness against the time the core asked for, which the
+ * datagrams read before an overdue tick do not reset (a loop starved of CPU in its poll
+ * reads them first), and the longest stretch since the last tick that the loop spent busy,
+ * not waiting for input (deafness.c).
  * A rebuild waits RD_REBUILD_COALESCE_MS after the first change so a burst of changes
  * (a join of many, a partition healing) costs one rebuild, and it is skipped when the
  * members that decide placement did not change (a suspect stays in the ring). While the
@@ -112,7 +113,7 @@ struct rd_agent {
     struct rd_sync *sync;
     uv_timer_t tick_timer, rebuild_timer, trim_timer, leave_timer;
     bool trimming;               /* on_trim_timer's step on the builder thread is queued */
-    uint64_t tick_due_ms;        /* when tick_timer is due: rd_swim_next_tick(), or now if past */
+    uint64_t tick_due_ms;        /* when tick_timer counts as due (rd_tick_due) */
     struct rd_deafness deafness; /* the longest stretch the loop read no input, per tick */
     struct rd_stall_meter stall; /* where the loop's time went between ticks */
     bool stall_watches_builder;  /* the meter reads the builder thread too */
@@ -727,9 +728,9 @@ static void flush(struct rd_agent *a)
     }
     uint64_t next = rd_swim_next_tick(a->swim);
     uint64_t now = now_ms();
-    /* a deadline already past is due now, not late: lateness counts from when it was asked */
-    a->tick_due_ms = next > now ? next : now;
-    uv_timer_start(&a->tick_timer, on_tick, next > now ? next - now : 0, 0);
+    a->tick_due_ms =
+        rd_tick_due(uv_is_active((uv_handle_t *)&a->tick_timer), a->tick_due_ms, next, now);
+    uv_timer_start(&a->tick_timer, on_tick, a->tick_due_ms > now ? a->tick_due_ms - now : 0, 0);
 }
 
 /* The answer of a seed decided our ring parameters (sync.h, rd_sync_ring_fn). */

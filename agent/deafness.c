@@ -1,5 +1,6 @@
 /*
- * deafness.c — how long the agent's loop went without reading input (see deafness.h).
+ * deafness.c — how long the agent's loop went without reading input, and when its tick was
+ * due (see deafness.h).
  */
 #include "deafness.h"
 
@@ -32,4 +33,10 @@ uint64_t rd_deafness_take(struct rd_deafness *d)
     uint64_t max = d->max_ms;
     d->max_ms = 0;
     return max;
+}
+
+uint64_t rd_tick_due(bool armed, uint64_t due_ms, uint64_t next_ms, uint64_t now_ms)
+{
+    if (armed && due_ms <= now_ms) return due_ms;
+    return next_ms > now_ms ? next_ms : now_ms;
 }

@@ -26,8 +26,8 @@
  *     unauthenticated, so one alone never fails a probe that had helpers to ask, and all
  *     they can start is a suspicion, which the live member refutes.
  *   - Our own lateness is not the target's silence. The caller says how late a tick runs
- *     (rd_swim_tick_lagged): a starved event loop fires its overdue timer before it reads
- *     the answers that waited in its socket, so a late tick gives no verdict (probe
+ *     (rd_swim_tick_lagged): a starved event loop may fire its overdue timer before it
+ *     reads the answers that waited in its socket, so a late tick gives no verdict (probe
  *     timeout or failure, relay nack, death of a suspect), asks to be woken again at
  *     once, and the next tick judges on what was read meanwhile. The lag also raises local
  *     health, so the next probes wait as long as the starved may need to answer.

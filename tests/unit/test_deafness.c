@@ -1,7 +1,8 @@
 /*
  * test_deafness.c — the loop's deafness (agent/deafness.h) on a real libuv loop: a callback
  * that keeps the loop busy is measured as a stretch without input, while a loop that only
- * waits in its poll is not, and each take resets the measure.
+ * waits in its poll is not, and each take resets the measure. And when the tick counts as
+ * due: re-arms while it is overdue keep the time it fell due.
  *
  * The busy callback spins for BUSY_MS of wall time, so the stretch it leaves is at least
  * that long however loaded the machine is; the waiting stretch is IDLE_MS, long enough
@@ -82,10 +83,28 @@ static void test_a_busy_callback_is_deafness_and_a_wait_is_not(void **state)
     assert_true(after_idle < BUSY_MS);
 }
 
+static void test_an_overdue_tick_keeps_the_time_it_fell_due(void **state)
+{
+    (void)state;
+    /* armed for 1000, re-armed before it: the core's next deadline, or now if past */
+    assert_int_equal(rd_tick_due(true, 1000, 1200, 900), 1200);
+    assert_int_equal(rd_tick_due(true, 1000, 800, 900), 900);
+    /* not armed (the tick itself re-arms): the same */
+    assert_int_equal(rd_tick_due(false, 1000, 7000, 6000), 7000);
+    assert_int_equal(rd_tick_due(false, 1000, 5000, 6000), 6000);
+    /* armed for 1000 and overdue at 6000 (datagrams read first by a starved loop): it stays
+     * due at 1000, whatever the core asks for next, so the tick is 5 s late when it runs */
+    assert_int_equal(rd_tick_due(true, 1000, 7000, 6000), 1000);
+    assert_int_equal(rd_tick_due(true, 1000, 5000, 6000), 1000);
+    /* due exactly now is overdue too */
+    assert_int_equal(rd_tick_due(true, 6000, 7000, 6000), 6000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_busy_callback_is_deafness_and_a_wait_is_not),
+        cmocka_unit_test(test_an_overdue_tick_keeps_the_time_it_fell_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
