@@ -86,6 +86,10 @@
 #define RD_REBUILD_GAP_MAX_MS  10000
 /** ... once this much has been charged ahead of the clock. */
 #define RD_REBUILD_ALLOWANCE_MS 60000
+/** Builds given up in a row for an outgrown list, at most (give_up_outgrown): a membership
+ * growing from one member to RD_MAX_MEMBERS (16,384) outgrows a build 34 times at most, by a
+ * third each time. */
+#define RD_GIVE_UP_MAX_IN_A_ROW 34
 /** A ring event names the largest this many (from, to) moves of key space. */
 #define RD_RING_EVENT_MOVES 16
 /** Free memory goes back to the kernel once no rebuild has happened for this long. */
@@ -133,6 +137,8 @@ struct rd_agent {
     struct rd_ring_job *ring_job;      /* the build queued on the builder, or NULL */
     uint64_t ring_job_started_ms;
     uint64_t rebuilds_skipped; /* lists a newer one replaced since the last `ring rebuilt` */
+    uint64_t builds_given_up;  /* outgrown builds given up since the last `ring rebuilt` */
+    unsigned gave_up_in_a_row; /* builds given up since the last one that ended */
     bool rebuild_again;        /* a change came while a job ran: another rebuild once it is done */
     bool closing;              /* the loop is shutting down: a job that ends now is dropped */
     bool leaving, left, was_joined;
@@ -309,6 +315,11 @@ static struct rd_ring_job *ring_job_of_members(struct rd_agent *a)
  * published with what moved. Frees the job. */
 static void adopt_ring(struct rd_agent *a, struct rd_ring_job *job)
 {
+    if (job->rc == RD_ECANCELED) { /* given up for a newer list (give_up_outgrown) */
+        rd_ring_job_free(job);
+        return;
+    }
+    a->gave_up_in_a_row = 0;
     if (job->rc < 0) {
         rd_logf(RD_LOG_ERROR, "ring rebuild failed", RD_FSTR("error", rd_strerror(job->rc)));
         rd_ring_job_free(job);
@@ -337,8 +348,10 @@ static void adopt_ring(struct rd_agent *a, struct rd_ring_job *job)
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
             RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d->moved),
             RD_FUINT("moves", d->npairs), RD_FSTR("largest_move", top),
-            RD_FDBL("cpu_ms", (double)job->cpu_ns / 1e6), RD_FUINT("skipped", a->rebuilds_skipped));
+            RD_FDBL("cpu_ms", (double)job->cpu_ns / 1e6), RD_FUINT("skipped", a->rebuilds_skipped),
+            RD_FUINT("given_up", a->builds_given_up));
     a->rebuilds_skipped = 0;
+    a->builds_given_up = 0;
     uint64_t budget, raw;
     if (rd_ring_scaled(ring, &budget, &raw))
         rd_logf(RD_LOG_WARN, "ring scaled to the point limit", RD_FUINT("raw_points", raw),
@@ -443,10 +456,36 @@ static void on_ring_job_done(struct rd_ring_job *job)
 }
 
 /*
+ * A build under way whose list the membership has outgrown (rd_ring_job_outgrown) is given
+ * up: its ring would stand only until the full build that must follow it. In a join storm of
+ * 1,000 agents on two cores a starved builder took a list of a few hundred members and
+ * finished it a minute later, long after the membership had agreed on 1,000: a fifth of the
+ * builders' CPU after the last start went into such rings, while every ring waited
+ * (bench/README.md, "Outgrown builds given up"). At most RD_GIVE_UP_MAX_IN_A_ROW in a row, so
+ * that a membership that keeps swinging still gets a ring; a growing one never meets that
+ * bound. The job ends as RD_ECANCELED (one that finished first is adopted as usual), and the
+ * rebuild asked for meanwhile follows it.
+ */
+static void give_up_outgrown(struct rd_agent *a)
+{
+    if (!a->ring_job || a->trimming || a->gave_up_in_a_row >= RD_GIVE_UP_MAX_IN_A_ROW ||
+        rd_ring_builder_queued(&a->builder) || /* one not yet taken is replaced instead */
+        atomic_load(&a->ring_job->abandon))    /* given up already, its end not yet seen */
+        return;
+    size_t counts[4];
+    rd_swim_counts(a->swim, counts);
+    if (!rd_ring_job_outgrown(a->ring_job, counts[RD_ALIVE] + counts[RD_SUSPECT])) return;
+    a->gave_up_in_a_row++;
+    a->builds_given_up++;
+    rd_ring_builder_abandon(&a->builder);
+}
+
+/*
  * One job at a time: it reads the ring that the next one replaces. A change that comes
  * while the thread has not yet taken the queued job (on a crowded host it waits seconds for
  * the CPU) puts the current member list in its place, or, if it is the heap trim, goes
- * before it; one that comes while the thread runs a job waits for its end.
+ * before it; one that comes while the thread runs a job waits for its end, unless the
+ * membership has outgrown that job (give_up_outgrown).
  */
 static void on_rebuild_timer(uv_timer_t *t)
 {
@@ -454,6 +493,7 @@ static void on_rebuild_timer(uv_timer_t *t)
     a->rebuild_pending = false;
     bool busy = a->trimming || a->ring_job;
     if (busy && !rd_ring_builder_queued(&a->builder)) {
+        give_up_outgrown(a); /* the thread may have taken a stale list since the change */
         a->rebuild_again = true;
         return;
     }
@@ -494,6 +534,7 @@ static void on_rebuild_timer(uv_timer_t *t)
 
 static void schedule_rebuild(struct rd_agent *a)
 {
+    give_up_outgrown(a); /* now, not when the paced rebuild is due: it may be seconds away */
     if (a->rebuild_pending) return;
     a->rebuild_pending = true;
     uv_timer_stop(&a->trim_timer);

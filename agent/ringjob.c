@@ -95,6 +95,13 @@ void rd_ring_job_run(struct rd_ring_job *job)
     job->run_ns = uv_hrtime() - t0;
 }
 
+bool rd_ring_job_outgrown(const struct rd_ring_job *job, size_t members)
+{
+    size_t larger = job->n > members ? job->n : members;
+    size_t changed = job->n > members ? job->n - members : members - job->n;
+    return changed > larger / RD_RING_JOB_OUTGROWN_SHARE;
+}
+
 void rd_ring_job_shrink_heap(struct rd_ring_job *job)
 {
     rd_heap_shrink_own_arena();

@@ -80,6 +80,15 @@ struct rd_ring_job *rd_ring_job_new(const struct rd_ring_member *members, size_t
 /** Builds and diffs, on the calling thread. */
 void rd_ring_job_run(struct rd_ring_job *job);
 /**
+ * The share of members, by count, that the membership must have gained or lost since a job's
+ * list for the job to be outgrown: more than 1/RD_RING_JOB_OUTGROWN_SHARE of the larger of
+ * the two lists. The ring's merge pays up to a quarter of the points changing (ring.c), so
+ * the ring of an outgrown list is no base for the next build, which is a full one anyway.
+ */
+#define RD_RING_JOB_OUTGROWN_SHARE 4
+/** Whether the membership, at `members` now, has outgrown the job's list (above). */
+bool rd_ring_job_outgrown(const struct rd_ring_job *job, size_t members);
+/**
  * A job's other work: the builder thread shrinks its own malloc arena
  * (rd_heap_shrink_own_arena; see heap.h for the steps around it). Set it as job->work.
  */

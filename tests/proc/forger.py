@@ -20,6 +20,8 @@ Modes (PORT is an agent's gossip port on 127.0.0.1):
                       incarnation, then an ACK to every PING that asks for NAME there
   heavy PORT COUNT FIRSTPORT
                       COUNT members "forged-K" of weight 100.0, alive at 127.0.0.1:FIRSTPORT+K
+  crowd PORT COUNT FIRSTPORT PREFIX
+                      COUNT members "PREFIX-K" of weight 1.0, alive at 127.0.0.1:FIRSTPORT+K
   hijack PORT[,PORT...] COUNT FIRSTPORT SECONDS
                       the ring hijack: COUNT members "fake-K" of weight 100.0 that really
                       live at 127.0.0.1:FIRSTPORT+K for SECONDS, each announcing itself to
@@ -165,14 +167,22 @@ def mode_namesake(port, name, seconds):
     out(pings=pings, acks=acks)
 
 
-def mode_heavy(port, count, first):
+def send_members(port, count, first, prefix, weight):
     s = udp()
     count, first = int(count), int(first)
-    recs = [member(b"forged-%d" % k, first + k, 1, 0, 100000) for k in range(count)]
+    recs = [member(b"%s-%d" % (prefix, k), first + k, 1, 0, weight) for k in range(count)]
     for k in range(0, count, 12):
         s.sendto(packet(b"forger", members=recs[k:k + 12]), (HOST, int(port)))
         time.sleep(0.002)
     out(sent=count)
+
+
+def mode_heavy(port, count, first):
+    send_members(port, count, first, b"forged", 100000)
+
+
+def mode_crowd(port, count, first, prefix):
+    send_members(port, count, first, prefix.encode(), 1000)
 
 
 def mode_hijack(port, count, first, seconds):
@@ -329,7 +339,7 @@ def mode_owned(path, name, nkeys):
     out(owned=owned)
 
 
-MODES = {"record": mode_record, "namesake": mode_namesake, "heavy": mode_heavy,
+MODES = {"record": mode_record, "namesake": mode_namesake, "heavy": mode_heavy, "crowd": mode_crowd,
          "hijack": mode_hijack, "ping": mode_ping, "pingreq": mode_pingreq, "owned": mode_owned,
          "sealed": mode_sealed}
 

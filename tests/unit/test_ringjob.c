@@ -7,6 +7,8 @@
  * of the same placement says so instead of diffing, and one that cannot build says why.
  * A job the thread has not taken gives way to a newer one, or is given up unrun; a job
  * given up while it builds stops, and stopping the builder reports it before it returns.
+ * A job is outgrown once the membership has gained or lost more than a quarter of the
+ * larger list, and not before.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -351,6 +353,28 @@ static void test_the_builder_thread_gets_its_priority_back(void **state)
     close_builder(&loop, &b);
 }
 
+static void test_a_job_is_outgrown_past_a_quarter_of_the_larger_list(void **state)
+{
+    (void)state;
+    make_members();
+    struct rd_ring_job *job = job_of(members, 150, NULL);
+    /* grown: 150 -> 200 is a quarter of 200 exactly; one more is past it */
+    assert_false(rd_ring_job_outgrown(job, 150));
+    assert_false(rd_ring_job_outgrown(job, 200));
+    assert_true(rd_ring_job_outgrown(job, 201));
+    assert_true(rd_ring_job_outgrown(job, 1000));
+    /* shrunk: a quarter of 150 is 37 (rounded down) */
+    assert_false(rd_ring_job_outgrown(job, 113));
+    assert_true(rd_ring_job_outgrown(job, 112));
+    assert_true(rd_ring_job_outgrown(job, 0));
+    rd_ring_job_free(job);
+    /* an empty list is outgrown by any member */
+    job = job_of(members, 0, NULL);
+    assert_false(rd_ring_job_outgrown(job, 0));
+    assert_true(rd_ring_job_outgrown(job, 1));
+    rd_ring_job_free(job);
+}
+
 static void test_a_job_that_cannot_build_reports_the_error(void **state)
 {
     (void)state;
@@ -378,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_a_job_on_the_builder_builds_what_a_build_on_the_loop_builds),
         cmocka_unit_test(test_a_job_of_the_same_placement_says_so_and_diffs_nothing),
         cmocka_unit_test(test_a_job_that_cannot_build_reports_the_error),
+        cmocka_unit_test(test_a_job_is_outgrown_past_a_quarter_of_the_larger_list),
         cmocka_unit_test(test_a_job_not_yet_taken_gives_way_to_a_newer_one),
         cmocka_unit_test(test_a_job_not_yet_taken_is_given_up_unrun),
         cmocka_unit_test(test_a_running_job_given_up_stops),
