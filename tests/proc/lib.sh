@@ -139,6 +139,9 @@ last_log_ms() {
   echo "$latest"
 }
 
+# builder_tid PID: the thread of agent PID named ring-builder (empty if it has none)
+builder_tid() { grep -lx ring-builder /proc/"$1"/task/*/comm | cut -d/ -f5; }
+
 # starve PID TID SPINNERS: a thread that gets almost no CPU, as on a host crowded by a join
 # storm. Every thread of PID is pinned to the first CPU it may use, beside SPINNERS busy
 # loops (killed on exit, like the agents), and thread TID is put under SCHED_IDLE. False if

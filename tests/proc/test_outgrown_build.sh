@@ -26,7 +26,7 @@ wait_for 20 agreed 2 >/dev/null || { fail "a and w did not agree within 20 s"; f
 
 # Starve w's builder, as test_starved_builder.sh does.
 wpid=$(pid_of w)
-builder=$(grep -lx ring-builder /proc/"$wpid"/task/*/comm | cut -d/ -f5)
+builder=$(builder_tid "$wpid")
 [ -n "$builder" ] || { fail "w has no thread named ring-builder"; finish; exit; }
 starve "$wpid" "$builder" 4 || { fail "could not pin w or lower its builder thread"; finish; exit; }
 

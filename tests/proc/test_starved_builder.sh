@@ -25,7 +25,7 @@ wait_for 20 agreed 3 >/dev/null || { fail "3 agents did not agree within 20 s"; 
 # Starve w's builder: the whole agent on one CPU (the first this test may use) with four
 # busy loops, its builder thread (found by name) at SCHED_IDLE.
 wpid=$(pid_of w)
-builder=$(grep -lx ring-builder /proc/"$wpid"/task/*/comm | cut -d/ -f5)
+builder=$(builder_tid "$wpid")
 [ -n "$builder" ] || { fail "w has no thread named ring-builder"; finish; exit; }
 starve "$wpid" "$builder" 4 || { fail "could not pin w or lower its builder thread"; finish; exit; }
 
