@@ -1539,6 +1539,7 @@ static void host_status(void *ctx, struct rd_query_status *out)
         .ring_params_source = a->ring_params_source,
         .weight = a->cfg.weight,
         .max_weight = a->cfg.max_weight,
+        .storm = rd_swim_storm(a->swim, now_ms()),
         .members_weight_capped = a->weight_capped,
         .packets_malformed = a->malformed_packets,
         .packets_refused = a->refused_packets,
@@ -1689,6 +1690,7 @@ static const char *metrics_text(struct rd_agent *a, size_t *len)
     s->syncs_dropped = rd_sync_dropped(a->sync);
     s->suspicions = a->suspicions;
     s->health = rd_swim_health(a->swim);
+    s->storm = rd_swim_storm(a->swim, now_ms());
     if (a->query) {
         struct rd_query_stats qs;
         size_t n = rd_query_stats(a->query, &qs);

@@ -63,6 +63,7 @@ struct rd_metrics_sample {
     struct rd_envelope_drops packets_dropped, syncs_dropped;
     uint64_t suspicions; /**< members this agent saw turn suspect */
     uint32_t health;
+    uint32_t storm; /**< rd_swim_storm() */
     size_t ncommands;
     const char *command_names[RD_METRICS_COMMANDS_MAX];
     uint64_t command_counts[RD_METRICS_COMMANDS_MAX];

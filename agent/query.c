@@ -762,12 +762,12 @@ static int info_section(struct rd_query *q, struct rd_buf *out, enum info_sectio
             out,
             "name:%s\r\naddr:%s\r\nstatus:%s\r\nincarnation:%" PRIu64 "\r\n"
             "members_alive:%zu\r\nmembers_suspect:%zu\r\nmembers_dead:%zu\r\nmembers_left:%zu\r\n"
-            "members_checksum:%016" PRIx64 "\r\nhealth:%u\r\njoined:%d\r\nready:%d\r\n"
-            "incarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
+            "members_checksum:%016" PRIx64 "\r\nhealth:%u\r\nstorm:%u\r\njoined:%d\r\n"
+            "ready:%d\r\nincarnations_refused:%" PRIu64 "\r\nmembers_refused_full:%" PRIu64 "\r\n"
             "namesakes_ignored:%" PRIu64 "\r\nlate_ticks:%" PRIu64 "\r\n",
             me->name, addr, rd_status_name(me->status), me->incarnation, counts[RD_ALIVE],
             counts[RD_SUSPECT], counts[RD_DEAD], counts[RD_LEFT], rd_swim_checksum(s),
-            rd_swim_health(s), rd_swim_joined(s), q->host.ready(q->host.ctx) ? 1 : 0,
+            rd_swim_health(s), st->storm, rd_swim_joined(s), q->host.ready(q->host.ctx) ? 1 : 0,
             ss->incarnations_refused, ss->members_refused_full, ss->namesakes_ignored,
             ss->late_ticks);
     }

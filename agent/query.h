@@ -43,6 +43,7 @@ struct rd_query_status {
     const char *ring_params_source;    /**< "set", "default" or "adopted" */
     uint32_t weight;                   /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
     uint32_t max_weight;               /**< heavier members are placed at this weight */
+    uint32_t storm;                    /**< the core's storm score now (rd_swim_storm) */
     size_t members_weight_capped;      /**< members of the ring placed at max_weight */
     uint64_t packets_malformed;        /**< datagrams dropped undecoded */
     uint64_t packets_refused;          /**< datagrams whose destination refused them */

@@ -1,7 +1,7 @@
 /*
- * suspicion.c — suspicion timeouts, accusers and local health (see suspicion.h).
+ * suspicion.c — suspicion timeouts, accusers, local health and storms (see suspicion.h).
  *
- * Shape: free functions over two small records. The floating point expressions are
+ * Shape: free functions over three small records. The floating point expressions are
  * memberlist's and are written in a fixed order, since a timeout that differed in the last
  * bit between builds would make the simulator's runs differ.
  */
@@ -66,14 +66,14 @@ bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_con
 }
 
 bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n,
-                         uint32_t health)
+                         uint32_t stretch)
 {
     uint32_t confirmations = sp->naccusers > 0 ? sp->naccusers - 1 : 0;
     uint64_t timeout = rd_suspicion_timeout(cfg, n, confirmations);
-    if (health > 0) {
+    if (stretch > 0) {
         double min, max;
         suspicion_bounds(cfg, n, &min, &max);
-        uint64_t stretched = timeout * (health + 1ull), cap = (uint64_t)max;
+        uint64_t stretched = timeout * (stretch + 1ull), cap = (uint64_t)max;
         if (stretched > cap) stretched = cap > timeout ? cap : timeout;
         timeout = stretched;
     }
@@ -81,6 +81,48 @@ bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_conf
     if (deadline <= sp->deadline_ms) return false;
     sp->deadline_ms = deadline;
     return true;
+}
+
+/* Moves the windows on to the one `now_ms` falls in: the current one becomes the one
+ * before if it ended less than a window ago, else both are forgotten. */
+static void storm_roll(struct rd_storm *st, uint64_t now_ms, uint64_t window_ms)
+{
+    if (now_ms - st->window_start_ms < window_ms) return;
+    bool adjacent = now_ms - st->window_start_ms < 2 * window_ms;
+    st->nprev = adjacent ? st->ncur : 0;
+    memcpy(st->prev, st->cur, sizeof st->prev);
+    st->ncur = 0;
+    st->window_start_ms = now_ms - (now_ms - st->window_start_ms) % window_ms;
+}
+
+static bool storm_has(const uint64_t *set, uint32_t n, uint64_t h)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (set[k] == h) return true;
+    return false;
+}
+
+void rd_storm_refuted(struct rd_storm *st, const char *member, uint64_t now_ms, uint64_t window_ms)
+{
+    if (window_ms == 0) return;
+    if (now_ms < st->window_start_ms) now_ms = st->window_start_ms; /* no clock goes back */
+    storm_roll(st, now_ms, window_ms);
+    uint64_t h = XXH3_64bits(member, strlen(member));
+    if (st->ncur < RD_STORM_REFUTERS_MAX && !storm_has(st->cur, st->ncur, h))
+        st->cur[st->ncur++] = h;
+}
+
+uint32_t rd_storm_score(const struct rd_storm *st, uint64_t now_ms, uint64_t window_ms,
+                        uint32_t ceiling)
+{
+    if (window_ms == 0 || now_ms < st->window_start_ms) return 0;
+    struct rd_storm at = *st;
+    storm_roll(&at, now_ms, window_ms);
+    uint32_t distinct = at.ncur;
+    for (uint32_t k = 0; k < at.nprev; k++)
+        distinct += !storm_has(at.cur, at.ncur, at.prev[k]);
+    uint32_t score = distinct > 1 ? distinct - 1 : 0;
+    return score < ceiling ? score : ceiling;
 }
 
 void rd_health_probe_failed(struct rd_health *h, uint32_t nacks_expected, uint32_t nacks,

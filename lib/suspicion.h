@@ -1,12 +1,13 @@
 /*
- * suspicion.h — the arithmetic of suspicion and of local health (Lifeguard), apart from the
- * state machine that applies it.
+ * suspicion.h — the arithmetic of suspicion, of local health (Lifeguard) and of storms, apart
+ * from the state machine that applies it.
  *
  * Why this shape: how long a suspect has before it is declared dead, which accusers count
- * as independent confirmations, and how much our own slowness stretches our timeouts are
- * pure functions of a few numbers (N, the configuration, the time). Kept apart from swim.c
- * they can be checked against a table, and swim.c only decides when to call them. Nothing
- * here knows the member table or calls back into it.
+ * as independent confirmations, and how much our own slowness or a storm of wrong
+ * suspicions stretches our timeouts are pure functions of a few numbers (N, the
+ * configuration, the time, the names seen refuting). Kept apart from swim.c they can be
+ * checked against a table, and swim.c only decides when to call them. Nothing here knows
+ * the member table or calls back into it.
  */
 #ifndef RD_SUSPICION_H
 #define RD_SUSPICION_H
@@ -59,13 +60,44 @@ bool rd_suspicion_confirm(struct rd_suspicion *sp, const struct rd_suspicion_con
  * Reads the timeout again for `n` live members now, when the deadline has come: true if the
  * deadline moved later. A suspicion started or confirmed while we knew fewer members (a
  * joiner merging a full table meets its suspects before the rest of it) got the timeout of
- * a small cluster; it lasts what the cluster we know now gives it. And while our own local
- * `health` score is above 0, the timeout is stretched by (health + 1), up to the maximum for
- * `n`: a member that is late itself has likely not yet read the refutation that is on its
- * way (in a host starved of CPU, every member is late at once). Never earlier.
+ * a small cluster; it lasts what the cluster we know now gives it. And while `stretch` is
+ * above 0, the timeout is stretched by (stretch + 1), up to the maximum for `n`. The caller
+ * passes the larger of two scores: our own local health (a member that is late itself has
+ * likely not yet read the refutation on its way) and the storm score below (when many
+ * members are being wrongly suspected, this suspect likely is too). Never earlier.
  */
 bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_config *cfg, size_t n,
-                         uint32_t health);
+                         uint32_t stretch);
+
+/*
+ * A storm: many members wrongly suspected at once, as when the hosts are starved of CPU and
+ * a loop waits seconds for its turn. Lifeguard's local health covers the accuser that is
+ * late; in a storm the accusers may be on time while their suspects are not, and every
+ * suspect is then confirmed by several independent accusers, so its timeout shrinks just
+ * when suspicions are least to be trusted. What shows a storm is refutations: a member
+ * that refutes a suspicion was alive all along. The storm score counts the distinct
+ * members seen refuting (ourselves included) over the last one to two windows, less one:
+ * one member refuting again and again is Lifeguard's slow exception, which its own health
+ * handles, and its refutations count once. A real crash is never refuted, so in a quiet
+ * cluster the score is 0 and detection is as fast as ever.
+ */
+
+/** Distinct refuters remembered per window; the score never exceeds twice this less one. */
+#define RD_STORM_REFUTERS_MAX 16
+
+struct rd_storm {
+    uint64_t window_start_ms;             /**< the current window began here */
+    uint64_t cur[RD_STORM_REFUTERS_MAX];  /**< this window's refuters, by name hash */
+    uint64_t prev[RD_STORM_REFUTERS_MAX]; /**< the window before, when it ended just now */
+    uint32_t ncur, nprev;
+};
+
+/** `member` (a name) refuted a suspicion at `now_ms`; windows are `window_ms` long. */
+void rd_storm_refuted(struct rd_storm *st, const char *member, uint64_t now_ms, uint64_t window_ms);
+/** The storm score at `now_ms`: distinct refuters in this window and the one before, less
+ *  one, at most `ceiling`. */
+uint32_t rd_storm_score(const struct rd_storm *st, uint64_t now_ms, uint64_t window_ms,
+                        uint32_t ceiling);
 
 /**
  * Lifeguard's local health: 0 is healthy, up to a ceiling the caller passes. Failed probes

@@ -14,9 +14,11 @@
  *     of the period suspicion. Lifeguard's local health stretches both our timeout and our
  *     period when we are the slow one, and suspicion timeouts shrink as independent
  *     accusers confirm (memberlist's formula) and are read again at expiry for the cluster
- *     known then (a suspect merged early in a joiner's first sync met a cluster of two).
- *     The arithmetic of both (timeouts, accusers, the health score) is suspicion.c's; this
- *     file decides when it applies.
+ *     known then (a suspect merged early in a joiner's first sync met a cluster of two),
+ *     stretched then by our own health or, when many members were seen refuting lately,
+ *     by the storm score: in a storm the accusers' confirmations are as wrong as the first.
+ *     The arithmetic (timeouts, accusers, the health and storm scores) is suspicion.c's;
+ *     this file decides when it applies.
  *   - A refusal (rd_swim_refused: the host of an address we pinged said nothing listens
  *     there) is news the period need not wait for: the PING_REQs leave at once, a relay
  *     answers with a NACK flagged as refused, and a probe that every path reports refused
@@ -230,6 +232,7 @@ struct rd_swim {
     uint64_t last_mismatch_sync_ms, last_followup_sync_ms;
     size_t check_next[CHECK_KINDS]; /* where each per-slot check goes on (RD_SWIM_CHECKS) */
     struct rd_health health;
+    struct rd_storm storm;   /* members seen refuting lately: see suspicion.h */
     bool verdicts_put_off;   /* a late tick left its verdicts to the next tick (see "timers") */
     uint64_t verdicts_at_ms; /* ... which comes no earlier than this, after input was read */
 
@@ -940,6 +943,20 @@ static void remove_member(struct rd_swim *s, uint32_t i)
     }
 }
 
+/* The storm score's window (suspicion.h): long enough to span a suspicion's minimum
+ * timeout at N = 10,000 (8 s), short enough that a storm's stretch ends soon after it. */
+#define STORM_WINDOW_PERIODS 10
+
+static uint64_t storm_window_ms(const struct rd_swim *s)
+{
+    return (uint64_t)STORM_WINDOW_PERIODS * s->cfg.probe_interval_ms;
+}
+
+static uint32_t storm_score(const struct rd_swim *s, uint64_t now_ms)
+{
+    return rd_storm_score(&s->storm, now_ms, storm_window_ms(s), s->cfg.awareness_max);
+}
+
 /* Our own record is contradicted: outrank it and tell everyone. */
 static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now_ms)
 {
@@ -950,6 +967,7 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
     broadcast_n(s, 0, 2);
     s->stats.refutes++;
     rd_health_refuted(&s->health, s->cfg.awareness_max);
+    rd_storm_refuted(&s->storm, name_of(s, 0), now_ms, storm_window_ms(s));
 }
 
 /*
@@ -1079,6 +1097,8 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
     if (stored < 0) return false;
     set_status(s, i, rec.status, now_ms);
     if (rec.status == RD_SUSPECT) start_suspicion(s, i, rec.accuser, now_ms);
+    if (old == RD_SUSPECT && rec.status == RD_ALIVE)
+        rd_storm_refuted(&s->storm, name_of(s, i), now_ms, storm_window_ms(s));
     if (old != rec.status)
         push_event(s, i, old, false);
     else if (differs)
@@ -1740,10 +1760,12 @@ static size_t take_due(struct rd_swim *s, struct rd_deadlines *d, uint64_t now_m
 static void run_suspicions(struct rd_swim *s, uint64_t now_ms)
 {
     size_t n = take_due(s, &s->suspicions, now_ms);
+    uint32_t storm = n ? storm_score(s, now_ms) : 0;
+    uint32_t stretch = s->health.score > storm ? s->health.score : storm;
     for (size_t k = 0; k < n; k++) {
         uint32_t i = s->due[k];
         struct rd_suspicion *sp = suspicion_of(s, i);
-        if (rd_suspicion_extend(sp, &s->suspicion_cfg, live_count(s), s->health.score) &&
+        if (rd_suspicion_extend(sp, &s->suspicion_cfg, live_count(s), stretch) &&
             sp->deadline_ms > now_ms) {
             rd_deadlines_set(&s->suspicions, i, sp->deadline_ms);
             continue;
@@ -2163,6 +2185,11 @@ const struct rd_member *rd_swim_conflict(const struct rd_swim *s)
 uint32_t rd_swim_health(const struct rd_swim *s)
 {
     return s->health.score;
+}
+
+uint32_t rd_swim_storm(const struct rd_swim *s, uint64_t now_ms)
+{
+    return storm_score(s, now_ms);
 }
 
 const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s)

@@ -289,6 +289,10 @@ const struct rd_member *rd_swim_conflict(const struct rd_swim *s);
 bool rd_swim_established(const struct rd_swim *s);
 /** Lifeguard local health: 0 is healthy; timeouts stretch by (score + 1). */
 uint32_t rd_swim_health(const struct rd_swim *s);
+/** The storm score at `now_ms` (suspicion.h): distinct members seen refuting a suspicion in
+ *  the last 10 to 20 probe periods, less one, at most the local health ceiling. A
+ *  suspicion's timeout stretches by the larger of it and local health, plus one. */
+uint32_t rd_swim_storm(const struct rd_swim *s, uint64_t now_ms);
 /** Counters. */
 const struct rd_swim_stats *rd_swim_stats(const struct rd_swim *s);
 

@@ -46,6 +46,7 @@ static struct rd_metrics_sample sample(void)
                                   .packets_refused = 8,
                                   .suspicions = 6,
                                   .health = 2,
+                                  .storm = 5,
                                   .ncommands = 2,
                                   .command_names = {"OWNER", "unknown"},
                                   .command_counts = {40, 1},
@@ -102,6 +103,7 @@ static void test_metrics_sample_lines(void **state)
     has_line(text, "ringd_syncs_timed_out_total{phase=\"header\"} 3");
     has_line(text, "ringd_gossip_packets_total{direction=\"in\"} 10");
     has_line(text, "ringd_local_health 2");
+    has_line(text, "ringd_storm_score 5");
     has_line(text, "ringd_queries_total{command=\"OWNER\"} 40");
     has_line(text, "ringd_queries_total{command=\"unknown\"} 1");
     has_line(text, "ringd_query_watchers 1");

@@ -82,6 +82,7 @@ static void fake_status(void *ctx, struct rd_query_status *out)
         .ring_params_source = "adopted",
         .weight = 2500,
         .max_weight = 4000,
+        .storm = 3,
         .members_weight_capped = 18,
         .packets_malformed = 5,
         .packets_refused = 24,
@@ -549,7 +550,7 @@ static int info_all(struct fixture *f, char *text, size_t cap, size_t conns)
         "\r\n# Membership\r\n"
         "name:m1\r\naddr:127.0.0.1:7946\r\nstatus:alive\r\nincarnation:7\r\n"
         "members_alive:1\r\nmembers_suspect:0\r\nmembers_dead:0\r\nmembers_left:0\r\n"
-        "members_checksum:%016" PRIx64 "\r\nhealth:%u\r\njoined:%d\r\nready:1\r\n"
+        "members_checksum:%016" PRIx64 "\r\nhealth:%u\r\nstorm:3\r\njoined:%d\r\nready:1\r\n"
         "incarnations_refused:0\r\nmembers_refused_full:0\r\nnamesakes_ignored:0\r\n"
         "late_ticks:0\r\n"
         "\r\n# Ring\r\n"

@@ -222,6 +222,61 @@ static void test_extend_stretched_by_local_health(void **state)
     assert_int_equal(sp.deadline_ms, 72000);
 }
 
+/* The storm score: distinct refuters over this window and the one before, less one. */
+static void test_storm_counts_distinct_refuters(void **state)
+{
+    (void)state;
+    struct rd_storm st = {0};
+    const uint64_t w = 10000;
+    assert_int_equal(rd_storm_score(&st, 50000, w, 8), 0);
+    rd_storm_refuted(&st, "a", 50000, w);
+    assert_int_equal(rd_storm_score(&st, 50000, w, 8), 0); /* one refuter is no storm */
+    for (int k = 0; k < 20; k++)
+        rd_storm_refuted(&st, "a", 50000 + 100 * k, w); /* a flapper counts once */
+    assert_int_equal(rd_storm_score(&st, 52000, w, 8), 0);
+    rd_storm_refuted(&st, "b", 53000, w);
+    rd_storm_refuted(&st, "c", 54000, w);
+    assert_int_equal(rd_storm_score(&st, 54000, w, 8), 2);
+    assert_int_equal(rd_storm_score(&st, 54000, w, 1), 1); /* at most the ceiling */
+    /* the next window: the last one still counts, and a name in both counts once */
+    rd_storm_refuted(&st, "c", 61000, w);
+    rd_storm_refuted(&st, "d", 62000, w);
+    assert_int_equal(rd_storm_score(&st, 62000, w, 8), 3);
+    /* a window later, only the refuters of 60-70 s count; two later, none */
+    assert_int_equal(rd_storm_score(&st, 75000, w, 8), 1);
+    assert_int_equal(rd_storm_score(&st, 85000, w, 8), 0);
+    /* reading is not moving: the record still holds what came */
+    assert_int_equal(rd_storm_score(&st, 62000, w, 8), 3);
+    /* after a long quiet both windows are forgotten at once */
+    rd_storm_refuted(&st, "e", 200000, w);
+    assert_int_equal(rd_storm_score(&st, 200000, w, 8), 0);
+    /* a clock read before the window began counts as its start, and reads 0 */
+    rd_storm_refuted(&st, "f", 150000, w);
+    assert_int_equal(rd_storm_score(&st, 200000, w, 8), 1);
+    assert_int_equal(rd_storm_score(&st, 150000, w, 8), 0);
+    /* no window, no storm */
+    assert_int_equal(rd_storm_score(&st, 200000, 0, 8), 0);
+}
+
+/* Only RD_STORM_REFUTERS_MAX refuters are remembered per window. */
+static void test_storm_capacity(void **state)
+{
+    (void)state;
+    struct rd_storm st = {0};
+    char name[8];
+    for (int k = 0; k < 3 * RD_STORM_REFUTERS_MAX; k++) {
+        snprintf(name, sizeof name, "m%d", k);
+        rd_storm_refuted(&st, name, 1000, 10000);
+    }
+    assert_int_equal(st.ncur, RD_STORM_REFUTERS_MAX);
+    assert_int_equal(rd_storm_score(&st, 1000, 10000, 100), RD_STORM_REFUTERS_MAX - 1);
+    for (int k = 0; k < 3 * RD_STORM_REFUTERS_MAX; k++) {
+        snprintf(name, sizeof name, "n%d", k);
+        rd_storm_refuted(&st, name, 11000, 10000);
+    }
+    assert_int_equal(rd_storm_score(&st, 11000, 10000, 100), 2 * RD_STORM_REFUTERS_MAX - 1);
+}
+
 /* Only RD_SUSPICION_ACCUSERS_MAX accusers are remembered; later ones confirm nothing. */
 static void test_accuser_capacity(void **state)
 {
@@ -337,6 +392,8 @@ int main(void)
         cmocka_unit_test(test_extend_follows_the_cluster_known_at_expiry),
         cmocka_unit_test(test_extend_stretched_by_local_health),
         cmocka_unit_test(test_accuser_capacity),
+        cmocka_unit_test(test_storm_counts_distinct_refuters),
+        cmocka_unit_test(test_storm_capacity),
         cmocka_unit_test(test_health_table),
         cmocka_unit_test(test_health_scaling_and_zero_ceiling),
         cmocka_unit_test(test_health_raised_by_lag),

@@ -951,6 +951,18 @@ static void test_hundred_members_with_ten_percent_loss_have_no_false_deaths(void
  * starved), against 6-9 s unstarved; the bound is about twice the worst. */
 #define STARVED_DETECT_MAX_MS 60000
 
+/* Crashes member `victim` of a starved cluster: every member must see it dead within
+ * STARVED_DETECT_MAX_MS, and nobody else die meanwhile. */
+static void crash_is_seen_while_starved(struct sim *sim, size_t victim)
+{
+    sim_crash(sim, victim);
+    struct seen dead = {victim, RD_DEAD};
+    uint64_t t = sim_run_until_pred(sim, all_see, &dead, 100, STARVED_DETECT_MAX_MS);
+    printf("# crash under starvation seen by all after %llu ms\n", (unsigned long long)t);
+    assert_true(t != UINT64_MAX);
+    assert_int_equal(sim_false_deaths(sim), 0);
+}
+
 /*
  * Every member starved of CPU at once, as in a join storm on a shared host: each runs in
  * 1 ms slices 0-3 s apart (mean 1.5 s, three probe timeouts), and finds the answers that
@@ -970,14 +982,53 @@ static void test_starved_members_have_no_false_deaths_and_still_see_a_crash(void
            (unsigned long long)sim_false_deaths(sim), (unsigned long long)suspicions,
            (unsigned long long)rd_swim_stats(sim_swim(sim, 1))->late_ticks);
     assert_int_equal(sim_false_deaths(sim), 0);
-    sim_crash(sim, 50);
-    struct seen dead = {50, RD_DEAD};
-    uint64_t t = sim_run_until_pred(sim, all_see, &dead, 100, STARVED_DETECT_MAX_MS);
-    printf("# crash under starvation seen by all after %llu ms\n", (unsigned long long)t);
-    assert_true(t != UINT64_MAX);
-    assert_int_equal(sim_false_deaths(sim), 0);
+    crash_is_seen_while_starved(sim, 50);
     sim_set_starve(sim, SIZE_MAX, 0, 0);
     converge(sim, 99, 30000);
+    sim_delete(sim);
+}
+
+/*
+ * A storm where the accusers are on time and their suspects are not, as in a 1,000-agent
+ * spawn: ten members are starved, so the others keep suspecting them and they keep
+ * refuting. Then a healthy member misses every slice for 15 s, as loops did that waited
+ * 7-16 s runnable in those storms. Its accusers, with local health 0 and confirmations
+ * from each other, took it for dead within 5.5-7.3 s over seeds 78-79 and victims 60 and
+ * 95 before the storm score; the refutations they saw now stretch that. A real crash under
+ * the same storm must still be seen by all, and once the storm is over the same freeze is
+ * a death again, as in a quiet cluster.
+ */
+static void test_a_storm_of_refutations_spares_the_late_and_still_sees_a_crash(void **state)
+{
+    struct sim *sim = cluster(100, 78);
+    converge(sim, 100, 20000);
+    for (size_t i = 90; i < 100; i++)
+        sim_set_starve(sim, i, 1500, 3000);
+    sim_run(sim, 60000);
+    uint32_t storm = rd_swim_storm(sim_swim(sim, 1), sim_now(sim));
+    printf("# storm score at a healthy member after 60 s: %u\n", storm);
+    assert_true(storm >= 2);
+    sim_freeze(sim, 60, true);
+    sim_run(sim, 15000);
+    sim_freeze(sim, 60, false);
+    sim_run(sim, 10000);
+    printf("# m60 frozen 15 s in the storm: seen dead %llu times; %llu false deaths\n",
+           (unsigned long long)sim_event_count(sim, 60, RD_DEAD),
+           (unsigned long long)sim_false_deaths(sim));
+    assert_int_equal(sim_event_count(sim, 60, RD_DEAD), 0);
+    assert_int_equal(sim_false_deaths(sim), 0);
+    crash_is_seen_while_starved(sim, 20);
+    for (size_t i = 90; i < 100; i++)
+        sim_set_starve(sim, i, 0, 0);
+    converge(sim, 99, 30000);
+    sim_run(sim, 20000); /* two windows with no refutation: the storm is over */
+    assert_int_equal(rd_swim_storm(sim_swim(sim, 1), sim_now(sim)), 0);
+    sim_freeze(sim, 60, true);
+    struct seen frozen = {60, RD_DEAD};
+    uint64_t t = sim_run_until_pred(sim, all_see, &frozen, 100, 15000);
+    printf("# after the storm, m60 frozen is seen dead by all after %llu ms\n",
+           (unsigned long long)t);
+    assert_true(t != UINT64_MAX);
     sim_delete(sim);
 }
 
@@ -1420,6 +1471,7 @@ int main(void)
         cmocka_unit_test(test_partition_heals_into_one_cluster),
         cmocka_unit_test(test_hundred_members_with_ten_percent_loss_have_no_false_deaths),
         cmocka_unit_test(test_starved_members_have_no_false_deaths_and_still_see_a_crash),
+        cmocka_unit_test(test_a_storm_of_refutations_spares_the_late_and_still_sees_a_crash),
         cmocka_unit_test(test_frozen_member_is_declared_dead_then_refutes_after_thaw),
         cmocka_unit_test(test_half_and_half_partition_heals_within_seconds),
         cmocka_unit_test(test_thousand_members_join_from_one_seed_in_log_rounds),
