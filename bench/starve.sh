@@ -3,11 +3,10 @@
 # N agents (default 30, at most 32) on loopback join one cluster; then every one of them is
 # SIGSTOPped and let run for 5 ms at a time, with gaps uniform with mean MEAN ms and at most
 # MAX ms (default 1500/3000) from a fixed seed, each agent with its own phase, for SECONDS
-# (default 120). That is the simulator's starvation (sim_set_starve) on real processes: a
-# stopped agent's datagrams wait in its socket and its timer fires late, and when it runs
-# libuv fires the overdue timer before it reads the socket. Prints the "member dead" log
-# lines of the starved period (every one is false: nobody crashed) and the "member suspect"
-# lines of the whole run. Run by hand (bench/README.md), never timed in tests.
+# (default 120), by tests/proc/stopgo.py: the simulator's starvation on real processes.
+# Prints the "member dead" log lines of the starved period (every one is false: nobody
+# crashed) and the "member suspect" lines of the whole run. Run by hand (bench/README.md),
+# never timed in tests.
 set -u
 RINGD=$1; N=${2:-30}; GAPS=${3:-1500/3000}; SECS=${4:-120}
 MEAN=${GAPS%/*}; MAX=${GAPS#*/}
@@ -21,30 +20,7 @@ all_alive() { [ "$(info n0 members_alive)" = "$N" ]; }
 wait_for 30 all_alive >/dev/null || { echo "the $N agents did not agree within 30 s"; exit 1; }
 sleep 3
 dead0=$(count "member dead")
-python3 - "$MEAN" "$MAX" "$SECS" $PIDS <<'PY'
-import heapq, os, random, signal, sys, time
-mean, most, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-pids = [int(p) for p in sys.argv[4:]]
-lo, hi = (2 * mean - most, most) if 2 * mean > most else (0, 2 * mean)
-rng = random.Random(1)
-for p in pids:
-    os.kill(p, signal.SIGSTOP)
-t0 = time.monotonic()
-events = [(t0 + rng.uniform(0, hi) / 1000, "run", p) for p in pids]
-heapq.heapify(events)
-while time.monotonic() - t0 < secs:
-    t, what, p = heapq.heappop(events)
-    if t > time.monotonic():
-        time.sleep(t - time.monotonic())
-    if what == "run":
-        os.kill(p, signal.SIGCONT)
-        heapq.heappush(events, (time.monotonic() + 0.005, "stop", p))
-    else:
-        os.kill(p, signal.SIGSTOP)
-        heapq.heappush(events, (time.monotonic() + rng.uniform(lo, hi) / 1000, "run", p))
-for p in pids:
-    os.kill(p, signal.SIGCONT)
-PY
+python3 "$(dirname "$0")/../tests/proc/stopgo.py" "$MEAN" "$MAX" "$SECS" $PIDS
 sleep 2
 echo "N=$N gaps $MEAN/$MAX ms for $SECS s: $(( $(count "member dead") - dead0 )) member dead lines," \
   "$(count "member suspect") member suspect lines"
