@@ -1534,12 +1534,12 @@ static void host_status(void *ctx, struct rd_query_status *out)
     rd_sync_stats(a->sync, &ss);
     *out = (struct rd_query_status){
         .uptime_s = (now_ms() - a->start_ms) / 1000,
+        .storm = rd_swim_storm(a->swim, now_ms()),
         .ring_version = a->ring_version,
         .ring_params = a->ring_params,
         .ring_params_source = a->ring_params_source,
         .weight = a->cfg.weight,
         .max_weight = a->cfg.max_weight,
-        .storm = rd_swim_storm(a->swim, now_ms()),
         .members_weight_capped = a->weight_capped,
         .packets_malformed = a->malformed_packets,
         .packets_refused = a->refused_packets,

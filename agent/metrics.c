@@ -289,8 +289,9 @@ size_t rd_metrics_format(const struct rd_metrics_sample *s, char *buf, size_t ca
     one(&o, "ringd_local_health", "gauge",
         "Lifeguard local health score: 0 is healthy, timeouts stretch by score+1.", s->health);
     one(&o, "ringd_storm_score", "gauge",
-        "Distinct members seen refuting a suspicion in the last 10-20 probe periods, less one; "
-        "suspicion timeouts stretch by the larger of it and local health, plus one.",
+        "Distinct members seen refuting a suspicion or a death in the last 10-20 probe periods, "
+        "less one, at most 8; suspicion timeouts stretch by the larger of it and local health, "
+        "plus one.",
         s->storm);
     one(&o, "ringd_events_dropped_total", "counter",
         "Membership events lost because the queue was full.", w->events_dropped);

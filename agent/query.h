@@ -38,12 +38,13 @@ struct rd_swim;
 /** The numbers INFO shows that only the host knows; the server formats them. */
 struct rd_query_status {
     uint64_t uptime_s;
+    uint32_t storm; /**< the core's storm score now (rd_swim_storm: it needs the agent's clock,
+                         which the core's other readers here do not) */
     uint64_t ring_version;             /**< rebuilds that changed the placement */
     struct rd_ring_params ring_params; /**< what the ring is built with */
     const char *ring_params_source;    /**< "set", "default" or "adopted" */
     uint32_t weight;                   /**< this member's weight, fixed point (RD_WEIGHT_ONE) */
     uint32_t max_weight;               /**< heavier members are placed at this weight */
-    uint32_t storm;                    /**< the core's storm score now (rd_swim_storm) */
     size_t members_weight_capped;      /**< members of the ring placed at max_weight */
     uint64_t packets_malformed;        /**< datagrams dropped undecoded */
     uint64_t packets_refused;          /**< datagrams whose destination refused them */

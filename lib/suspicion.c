@@ -83,16 +83,18 @@ bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_conf
     return true;
 }
 
-/* Moves the windows on to the one `now_ms` falls in: the current one becomes the one
- * before if it ended less than a window ago, else both are forgotten. */
+/* Moves the windows on to the one `now_ms` falls in (a time before the current window counts
+ * as its start: no clock goes back): the current one becomes the one before if it ended
+ * less than a window ago, else both are forgotten. */
 static void storm_roll(struct rd_storm *st, uint64_t now_ms, uint64_t window_ms)
 {
-    if (now_ms - st->window_start_ms < window_ms) return;
-    bool adjacent = now_ms - st->window_start_ms < 2 * window_ms;
-    st->nprev = adjacent ? st->ncur : 0;
-    memcpy(st->prev, st->cur, sizeof st->prev);
+    if (now_ms < st->window_start_ms) return;
+    uint64_t windows = (now_ms - st->window_start_ms) / window_ms;
+    if (windows == 0) return;
+    st->nprev = windows == 1 ? st->ncur : 0;
+    memcpy(st->prev, st->cur, st->nprev * sizeof *st->prev);
     st->ncur = 0;
-    st->window_start_ms = now_ms - (now_ms - st->window_start_ms) % window_ms;
+    st->window_start_ms += windows * window_ms;
 }
 
 static bool storm_has(const uint64_t *set, uint32_t n, uint64_t h)
@@ -105,7 +107,6 @@ static bool storm_has(const uint64_t *set, uint32_t n, uint64_t h)
 void rd_storm_refuted(struct rd_storm *st, const char *member, uint64_t now_ms, uint64_t window_ms)
 {
     if (window_ms == 0) return;
-    if (now_ms < st->window_start_ms) now_ms = st->window_start_ms; /* no clock goes back */
     storm_roll(st, now_ms, window_ms);
     uint64_t h = XXH3_64bits(member, strlen(member));
     if (st->ncur < RD_STORM_REFUTERS_MAX && !storm_has(st->cur, st->ncur, h))
@@ -115,7 +116,7 @@ void rd_storm_refuted(struct rd_storm *st, const char *member, uint64_t now_ms, 
 uint32_t rd_storm_score(const struct rd_storm *st, uint64_t now_ms, uint64_t window_ms,
                         uint32_t ceiling)
 {
-    if (window_ms == 0 || now_ms < st->window_start_ms) return 0;
+    if (window_ms == 0) return 0;
     struct rd_storm at = *st;
     storm_roll(&at, now_ms, window_ms);
     uint32_t distinct = at.ncur;

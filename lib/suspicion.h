@@ -75,7 +75,7 @@ bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_conf
  * late; in a storm the accusers may be on time while their suspects are not, and every
  * suspect is then confirmed by several independent accusers, so its timeout shrinks just
  * when suspicions are least to be trusted. What shows a storm is refutations: a member
- * that refutes a suspicion was alive all along. The storm score counts the distinct
+ * that refutes a suspicion or a death was alive all along. The storm score counts the distinct
  * members seen refuting (ourselves included) over the last one to two windows, less one:
  * one member refuting again and again is Lifeguard's slow exception, which its own health
  * handles, and its refutations count once. A real crash is never refuted, so in a quiet
@@ -92,7 +92,8 @@ struct rd_storm {
     uint32_t ncur, nprev;
 };
 
-/** `member` (a name) refuted a suspicion at `now_ms`; windows are `window_ms` long. */
+/** `member` (a name) refuted a suspicion or a death at `now_ms`; windows are `window_ms`
+ *  long. A time before the current window counts as its start. */
 void rd_storm_refuted(struct rd_storm *st, const char *member, uint64_t now_ms, uint64_t window_ms);
 /** The storm score at `now_ms`: distinct refuters in this window and the one before, less
  *  one, at most `ceiling`. */

@@ -15,8 +15,9 @@
  *     period when we are the slow one, and suspicion timeouts shrink as independent
  *     accusers confirm (memberlist's formula) and are read again at expiry for the cluster
  *     known then (a suspect merged early in a joiner's first sync met a cluster of two),
- *     stretched then by our own health or, when many members were seen refuting lately,
- *     by the storm score: in a storm the accusers' confirmations are as wrong as the first.
+ *     stretched then by the larger of our own health and the storm score, which counts the
+ *     members seen refuting lately: in a storm the accusers' confirmations are as wrong as
+ *     the first.
  *     The arithmetic (timeouts, accusers, the health and storm scores) is suspicion.c's;
  *     this file decides when it applies.
  *   - A refusal (rd_swim_refused: the host of an address we pinged said nothing listens
@@ -944,8 +945,14 @@ static void remove_member(struct rd_swim *s, uint32_t i)
 }
 
 /* The storm score's window (suspicion.h): long enough to span a suspicion's minimum
- * timeout at N = 10,000 (8 s), short enough that a storm's stretch ends soon after it. */
+ * timeout at N = 10,000 in the LAN profile (8 s), short enough that a storm's stretch ends
+ * soon after it. */
 #define STORM_WINDOW_PERIODS 10
+
+/* The most a member's incarnation rises between two records of it that we take for a
+ * refutation: each refutation raises it by one. A restart starts from the wall clock in
+ * ms, thousands above its last life's, and is no sign of a storm. */
+#define STORM_REFUTATION_STEP_MAX 64
 
 static uint64_t storm_window_ms(const struct rd_swim *s)
 {
@@ -967,7 +974,6 @@ static void refute(struct rd_swim *s, uint64_t accused_incarnation, uint64_t now
     broadcast_n(s, 0, 2);
     s->stats.refutes++;
     rd_health_refuted(&s->health, s->cfg.awareness_max);
-    rd_storm_refuted(&s->storm, name_of(s, 0), now_ms, storm_window_ms(s));
 }
 
 /*
@@ -1019,8 +1025,12 @@ static void merge_about_self(struct rd_swim *s, const struct rd_member *r, uint6
         return;
     }
     if (r->incarnation > me->incarnation ||
-        (r->incarnation == me->incarnation && r->status > me->status))
+        (r->incarnation == me->incarnation && r->status > me->status)) {
         refute(s, r->incarnation, now_ms);
+        /* wrongly suspected or declared dead: a sign of a storm, as another's refutation */
+        if (r->status == RD_SUSPECT || r->status == RD_DEAD)
+            rd_storm_refuted(&s->storm, name_of(s, 0), now_ms, storm_window_ms(s));
+    }
 }
 
 /*
@@ -1091,14 +1101,15 @@ static bool merge(struct rd_swim *s, const struct rd_member *r, uint64_t now_ms,
      * if they rank higher (alive < suspect < dead < left) */
     if (!(newer || (same && rec.status > old))) return false;
     bool differs = record_differs(s, &rec, i);
+    bool refuted = (old == RD_SUSPECT || old == RD_DEAD) && rec.status == RD_ALIVE &&
+                   rec.incarnation - cur->incarnation <= STORM_REFUTATION_STEP_MAX;
     tally(s, i, -1);
     int stored = store_record(s, i, &rec); /* set_status records the transition */
     tally(s, i, 1);
     if (stored < 0) return false;
     set_status(s, i, rec.status, now_ms);
     if (rec.status == RD_SUSPECT) start_suspicion(s, i, rec.accuser, now_ms);
-    if (old == RD_SUSPECT && rec.status == RD_ALIVE)
-        rd_storm_refuted(&s->storm, name_of(s, i), now_ms, storm_window_ms(s));
+    if (refuted) rd_storm_refuted(&s->storm, name_of(s, i), now_ms, storm_window_ms(s));
     if (old != rec.status)
         push_event(s, i, old, false);
     else if (differs)

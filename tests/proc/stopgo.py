@@ -23,9 +23,9 @@ def main():
     pids = [int(p) for p in sys.argv[4:]]
     lo, hi = (2 * mean - most, most) if 2 * mean > most else (0, 2 * mean)
     rng = random.Random(1)
-    for p in pids:
-        os.kill(p, signal.SIGSTOP)
     try:
+        for p in pids:
+            os.kill(p, signal.SIGSTOP)
         t0 = time.monotonic()
         events = [(t0 + rng.uniform(0, hi) / 1000, "run", p) for p in pids]
         heapq.heapify(events)

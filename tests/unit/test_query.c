@@ -77,12 +77,12 @@ static void fake_status(void *ctx, struct rd_query_status *out)
 {
     *out = (struct rd_query_status){
         .uptime_s = 42,
+        .storm = 3,
         .ring_version = 3,
         .ring_params = {1, 0, 64},
         .ring_params_source = "adopted",
         .weight = 2500,
         .max_weight = 4000,
-        .storm = 3,
         .members_weight_capped = 18,
         .packets_malformed = 5,
         .packets_refused = 24,

@@ -946,10 +946,11 @@ static void test_hundred_members_with_ten_percent_loss_have_no_false_deaths(void
     sim_delete(sim);
 }
 
-/* Crash detection while every member is starved (below): measured 19-32 s over seeds
- * 72-77 (a member's probes stretch with its lag, and news spreads at the pace of the
- * starved), against 6-9 s unstarved; the bound is about twice the worst. */
-#define STARVED_DETECT_MAX_MS 60000
+/* Crash detection while members are starved (below): a member's probes stretch with its
+ * lag, news spreads at the pace of the starved, and the storm score stretches suspicions
+ * while members keep refuting. 50 s and 41 s in the two cells here, 38-74 s (worst of 5)
+ * in the sweep's starved cells, against 6-9 s unstarved; the bound is above the worst. */
+#define STARVED_DETECT_MAX_MS 120000
 
 /* Crashes member `victim` of a starved cluster: every member must see it dead within
  * STARVED_DETECT_MAX_MS, and nobody else die meanwhile. */
@@ -993,10 +994,10 @@ static void test_starved_members_have_no_false_deaths_and_still_see_a_crash(void
  * spawn: ten members are starved, so the others keep suspecting them and they keep
  * refuting. Then a healthy member misses every slice for 15 s, as loops did that waited
  * 7-16 s runnable in those storms. Its accusers, with local health 0 and confirmations
- * from each other, took it for dead within 5.5-7.3 s over seeds 78-79 and victims 60 and
- * 95 before the storm score; the refutations they saw now stretch that. A real crash under
- * the same storm must still be seen by all, and once the storm is over the same freeze is
- * a death again, as in a quiet cluster.
+ * from each other, took it for dead within 5.5-7.3 s before the storm score (seeds 78-79;
+ * member 60, and 95, itself one of the starved); the refutations they saw now stretch that. A real
+ * crash under the same storm must still be seen by all, and once the storm is over the same freeze
+ * is a death again, as in a quiet cluster.
  */
 static void test_a_storm_of_refutations_spares_the_late_and_still_sees_a_crash(void **state)
 {
@@ -1007,7 +1008,7 @@ static void test_a_storm_of_refutations_spares_the_late_and_still_sees_a_crash(v
     sim_run(sim, 60000);
     uint32_t storm = rd_swim_storm(sim_swim(sim, 1), sim_now(sim));
     printf("# storm score at a healthy member after 60 s: %u\n", storm);
-    assert_true(storm >= 2);
+    assert_true(storm >= 4);
     sim_freeze(sim, 60, true);
     sim_run(sim, 15000);
     sim_freeze(sim, 60, false);
@@ -1029,6 +1030,33 @@ static void test_a_storm_of_refutations_spares_the_late_and_still_sees_a_crash(v
     printf("# after the storm, m60 frozen is seen dead by all after %llu ms\n",
            (unsigned long long)t);
     assert_true(t != UINT64_MAX);
+    sim_delete(sim);
+}
+
+static bool someone_suspects(struct sim *sim, void *arg)
+{
+    size_t about = *(size_t *)arg;
+    for (size_t i = 0; i < sim_size(sim); i++)
+        if (i != about && sim_state(sim, i) == SIM_UP && sim_view(sim, i, about) == RD_SUSPECT)
+            return true;
+    return false;
+}
+
+/* A member restarted while suspected comes back at an incarnation from the clock, far above
+ * its last life's: no refutation, and three such restarts are no storm. */
+static void test_restarts_while_suspected_are_no_storm(void **state)
+{
+    struct sim *sim = cluster(30, 79);
+    converge(sim, 30, 10000);
+    for (size_t m = 5; m < 8; m++) {
+        sim_freeze(sim, m, true);
+        assert_true(sim_run_until_pred(sim, someone_suspects, &m, 50, 10000) != UINT64_MAX);
+        sim_crash(sim, m);
+        sim_start(sim, m, 0);
+    }
+    converge(sim, 30, 10000);
+    for (size_t i = 0; i < 30; i++)
+        assert_int_equal(rd_swim_storm(sim_swim(sim, i), sim_now(sim)), 0);
     sim_delete(sim);
 }
 
@@ -1472,6 +1500,7 @@ int main(void)
         cmocka_unit_test(test_hundred_members_with_ten_percent_loss_have_no_false_deaths),
         cmocka_unit_test(test_starved_members_have_no_false_deaths_and_still_see_a_crash),
         cmocka_unit_test(test_a_storm_of_refutations_spares_the_late_and_still_sees_a_crash),
+        cmocka_unit_test(test_restarts_while_suspected_are_no_storm),
         cmocka_unit_test(test_frozen_member_is_declared_dead_then_refutes_after_thaw),
         cmocka_unit_test(test_half_and_half_partition_heals_within_seconds),
         cmocka_unit_test(test_thousand_members_join_from_one_seed_in_log_rounds),
