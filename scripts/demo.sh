@@ -33,6 +33,19 @@ start() {
 }
 alive() { "$RINGD" info --socket "$dir/node-0.sock" 2>/dev/null | tr -d '\r' | sed -n 's/^members_alive://p'; }
 wait_alive() { for _ in $(seq 100); do [ "$(alive)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+# rings_agree K I...: agents node-I all hold a ring of K members, with one checksum (a ring
+# is rebuilt a moment after the membership changes, so agreeing members come first)
+rings_agree() {
+  local want=$1 i info sums=""
+  shift
+  for i in "$@"; do
+    info=$("$RINGD" info --socket "$dir/node-$i.sock" 2>/dev/null | tr -d '\r')
+    [ "$(echo "$info" | sed -n 's/^ring_members://p')" = "$want" ] || return 1
+    sums="$sums $(echo "$info" | sed -n 's/^ring_checksum://p')"
+  done
+  [ "$(echo "$sums" | tr ' ' '\n' | sed '/^$/d' | sort -u | wc -l)" = 1 ]
+}
+wait_rings() { for _ in $(seq 100); do rings_agree "$@" && return 0; sleep 0.1; done; return 1; }
 
 say "starting $N agents on 127.0.0.1:$PORT..$((PORT + N - 1)); node-0 is the seed"
 start 0
@@ -43,6 +56,8 @@ wait_alive "$N"; sleep 0.3
 for i in $(seq 0 $((N - 1))); do
   for _ in $(seq 100); do "$RINGD" ready --socket "$dir/node-$i.sock" >/dev/null 2>&1 && break; sleep 0.1; done
 done
+# shellcheck disable=SC2046 # one agent number per word
+wait_rings "$N" $(seq 0 $((N - 1)))
 
 say "ringd members (asked of node-2)"
 "$RINGD" members --socket "$dir/node-2.sock"
@@ -70,6 +85,8 @@ sleep 0.5
 "$RINGD" members --socket "$dir/node-0.sock"
 
 say "owners after the changes: only the keys of node-3 and node-4 moved"
+# shellcheck disable=SC2046 # one agent number per word
+wait_rings $((N - 2)) 0 1 2 $(seq 5 $((N - 1)))
 for key in user:1 user:42 cart:7 session:abc; do
   echo "$key -> $("$RINGD" owner "$key" --socket "$dir/node-0.sock")"
 done
