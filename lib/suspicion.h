@@ -75,10 +75,10 @@ bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_conf
  * late; in a storm the accusers may be on time while their suspects are not, and every
  * suspect is then confirmed by several independent accusers, so its timeout shrinks just
  * when suspicions are least to be trusted. What shows a storm is refutations: a member
- * that refutes a suspicion or a death was alive all along. The storm score counts the distinct
- * members seen refuting (ourselves included) over the last one to two windows, less one:
- * one member refuting again and again is Lifeguard's slow exception, which its own health
- * handles, and its refutations count once. A real crash is never refuted, so in a quiet
+ * that refutes a suspicion or a death was alive all along. The storm score counts the
+ * distinct members seen refuting (ourselves included) over the last one to two windows,
+ * less one: one member refuting again and again is Lifeguard's slow exception, which its
+ * own health handles, and its refutations count once. A real crash is never refuted, so in a quiet
  * cluster the score is 0 and detection is as fast as ever.
  */
 

@@ -3,7 +3,7 @@
 # score, lib/suspicion.h), and only a storm does. 24 agents; 8 of them are starved of CPU
 # by signals (stopgo.py: 5 ms runs, gaps of 1.5 s on average, 3 s at most), so the others
 # keep suspecting them and they keep refuting, while the others run on time, with local
-# health 0. In 1,000-agent spawns, loops waited 7-16 s for a CPU in such storms, and their
+# health 0. In 1,000-agent spawns, loops waited 6-16 s for a CPU in such storms, and their
 # accusers, confirming each other, declared them dead at the shortest timeout. Checked:
 #  (a) a healthy agent's INFO storm score rises to 5 or more (0..8);
 #  (b) a healthy agent, n5, stopped for 15 s in the storm (five times the shortest

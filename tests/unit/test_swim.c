@@ -993,11 +993,11 @@ static void test_starved_members_have_no_false_deaths_and_still_see_a_crash(void
  * A storm where the accusers are on time and their suspects are not, as in a 1,000-agent
  * spawn: ten members are starved, so the others keep suspecting them and they keep
  * refuting. Then a healthy member misses every slice for 15 s, as loops did that waited
- * 7-16 s runnable in those storms. Its accusers, with local health 0 and confirmations
- * from each other, took it for dead within 5.5-7.3 s before the storm score (seeds 78-79;
- * member 60, and 95, itself one of the starved); the refutations they saw now stretch that. A real
- * crash under the same storm must still be seen by all, and once the storm is over the same freeze
- * is a death again, as in a quiet cluster.
+ * 6-16 s runnable in those storms. Its accusers, with local health 0 and confirmations
+ * from each other, take it for dead within 5.5-7.3 s without the storm score (seeds 78-79;
+ * member 60, and 95, itself one of the starved); the refutations they saw stretch that. A
+ * real crash under the same storm must still be seen by all, and once the storm is over
+ * the same freeze is a death again, as in a quiet cluster.
  */
 static void test_a_storm_of_refutations_spares_the_late_and_still_sees_a_crash(void **state)
 {
