@@ -1,27 +1,32 @@
 /*
  * firstbuild_bench.c — what a builder's first rings cost in memory never touched before,
- * and what two ways of taking that memory in bigger steps would save.
+ * and what two ways of taking that memory in bigger steps save.
  *
- * An agent that joins a large cluster builds its first full ring in fresh memory, and every
- * page of it is faulted in as the build writes it. Each run is a new process (fresh pages),
- * in which a thread grows its arena as the agent's builder does (rd_heap_grow_own_arena,
- * agent/heap.h), and then, by kind:
- *   plain    nothing more: the agent;
- *   huge     the grown arena marked for transparent huge pages (madvise MADV_HUGEPAGE), so
- *            that the build's memory comes 2 MB a fault where the kernel offers them;
- *   populate the build's memory faulted in ahead, in one call (MADV_POPULATE_WRITE) on a
- *            block of the size the build will take, given back before it: no trap a page.
+ * An agent that joins a large cluster builds its first full ring in fresh memory. Each run
+ * is a new process (fresh pages), in which a thread grows its arena as the agent's builder
+ * does (rd_heap_grow_own_arena, agent/heap.h), and then, by kind:
+ *   traps    every page faulted in as the build first writes it: the ring's allocations
+ *            through a stand-in that only calls malloc (ring_internal.h);
+ *   huge     the same, with the grown arena marked for transparent huge pages (madvise
+ *            MADV_HUGEPAGE), so that the build's memory comes 2 MB a fault where the kernel
+ *            offers them;
+ *   prefault the ring as it is: each large block faulted in by one call as it is allocated
+ *            (lib/prefault.h). This is the agent.
  * Then:
- *   full     builds the ring of MEMBERS x VNODES (rd_ring_new): the joiner's first full ring;
- *   merge    rebuilds it with one member more (rd_ring_rebuild): the next change, in memory
- *            the full build's scratch left behind;
+ *   full     builds the ring of MEMBERS x VNODES: the joiner's first full ring;
+ *   merge    rebuilds it with one member more: the next change, in memory the full build's
+ *            scratch left behind;
  *   lookup   ns per rd_ring_owner() over 1,000,000 keys on the merged ring, from the loop
  *            thread (the agent answers from its loop).
- * For each it takes the thread's CPU time and its minor faults (getrusage RUSAGE_THREAD), the
- * kind's own step counted in the full build's, and it reads the process's peak resident
+ * For each it takes the thread's CPU time and its minor faults (getrusage RUSAGE_THREAD,
+ * which counts the pages a prefault takes in too), and it reads the process's peak resident
  * memory (VmHWM) and AnonHugePages at the end. The order of the kinds turns run by run, so
- * all see the same machine. Prints per kind the median and the range of each figure. Run by
- * hand (bench/README.md).
+ * all see the same machine. Prints per kind the median and the range of each figure.
+ *
+ * Then what the prefault costs where it finds the pages present: in this process, under
+ * the agent's heap policy, a one-member rebuild of the same ring with the ring's own
+ * allocator and with the stand-in, alternately, warm (back to back) and cold (a full build
+ * before each); medians of REBUILDS each, and their ratio. Run by hand (bench/README.md).
  *
  *   bench_firstbuild [--members N] [--vnodes V] [--runs R]
  */
@@ -39,18 +44,16 @@
 #include "bench_util.h"
 #include "heap.h"
 #include "ring.h"
+#include "ring_internal.h"
 
-enum kind { PLAIN, HUGE, POPULATE, KINDS };
-static const char *const kind_names[KINDS] = {"plain", "huge", "populate"};
+enum kind { TRAPS, HUGE, PREFAULT, KINDS };
+static const char *const kind_names[KINDS] = {"traps", "huge", "prefault"};
 
-#define HUGE_BYTES             (2u << 20)
-#define POPULATE_BYTES_A_POINT 46 /* a full build's peak: 23 MB at 1,000 x 512 */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
+#define HUGE_BYTES (2u << 20)
 
 #define LOOKUPS  1000000
 #define MAX_RUNS 101
+#define REBUILDS 41
 
 struct result {
     double full_ms, merge_ms, lookup_ns;
@@ -105,36 +108,37 @@ static struct rd_ring_member *roster(size_t n, char (*names)[32])
     return m;
 }
 
+/* The ring's allocator without its prefault. */
+static void *plain_alloc(size_t size, void *ctx)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
 static void *builder(void *arg)
 {
     struct job *j = arg;
     j->rc = -1;
     rd_heap_grow_own_arena();
     double f0 = thread_faults(), c0 = thread_cpu_ms(); /* the kind's own step counts too */
-    size_t populate = j->members * j->vnodes * POPULATE_BYTES_A_POINT;
-    if (j->kind != PLAIN) {
-        char *block = malloc(j->kind == HUGE ? RD_HEAP_ARENA_BYTES : populate);
+    if (j->kind == HUGE) { /* the 2 MB-aligned inside of the arena's free top */
+        char *block = malloc(RD_HEAP_ARENA_BYTES);
         if (!block) return NULL;
-        if (j->kind == HUGE) { /* the 2 MB-aligned inside of the arena's free top */
-            uintptr_t lo = ((uintptr_t)block + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1);
-            uintptr_t hi = ((uintptr_t)block + RD_HEAP_ARENA_BYTES) & ~(uintptr_t)(HUGE_BYTES - 1);
-            j->rc = madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-        } else {
-            uintptr_t lo = ((uintptr_t)block + 4095) & ~(uintptr_t)4095;
-            uintptr_t hi = ((uintptr_t)block + populate) & ~(uintptr_t)4095;
-            j->rc = madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-        }
+        uintptr_t lo = ((uintptr_t)block + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1);
+        uintptr_t hi = ((uintptr_t)block + RD_HEAP_ARENA_BYTES) & ~(uintptr_t)(HUGE_BYTES - 1);
+        int rc = madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
         free(block);
-        if (j->rc < 0) return NULL;
-        j->rc = -1;
+        if (rc < 0) return NULL;
     }
     char(*names)[32] = malloc((j->members + 1) * sizeof *names);
     struct rd_ring_member *m = names ? roster(j->members + 1, names) : NULL;
     struct rd_ring *full = NULL;
     if (!m) goto out;
-    if (rd_ring_new(m, j->members, j->vnodes, &full) < 0) goto out;
+    const struct rd_ring_hooks traps = {.alloc = plain_alloc};
+    const struct rd_ring_hooks *hooks = j->kind == PREFAULT ? NULL : &traps;
+    if (rd_ring_new_with(m, j->members, j->vnodes, hooks, &full) < 0) goto out;
     double f1 = thread_faults(), c1 = thread_cpu_ms();
-    if (rd_ring_rebuild(full, m, j->members + 1, j->vnodes, &j->ring) < 0) goto out;
+    if (rd_ring_rebuild_with(full, m, j->members + 1, j->vnodes, hooks, &j->ring) < 0) goto out;
     double f2 = thread_faults(), c2 = thread_cpu_ms();
     j->r->full_ms = c1 - c0;
     j->r->full_faults = f1 - f0;
@@ -203,6 +207,47 @@ static void report(const char *what, double *v, int n)
     printf("  %-22s %10.2f  (%.2f-%.2f)\n", what, median(v, n), lo, hi);
 }
 
+/* A one-member rebuild with the prefault and without, alternately; prints the medians. */
+static int rebuilds_paired(size_t members, uint32_t vnodes)
+{
+    rd_heap_keep_freed();
+    char(*names)[32] = malloc((members + 1) * sizeof *names);
+    struct rd_ring_member *m = names ? roster(members + 1, names) : NULL;
+    struct rd_ring *old = NULL;
+    int rc = -1;
+    if (!m || rd_ring_new(m, members, vnodes, &old) < 0) goto out;
+    const struct rd_ring_hooks traps = {.alloc = plain_alloc};
+    printf("one-member rebuild, in pages already present: median of %d, ms\n", REBUILDS);
+    for (int cold = 0; cold < 2; cold++) {
+        static double t[2][REBUILDS]; /* [with prefault][run] */
+        for (int r = 0; r < REBUILDS; r++)
+            for (int k = 0; k < 2; k++) {
+                int with = (r + k) % 2;
+                if (cold) {
+                    rd_ring_delete(old);
+                    old = NULL;
+                    if (rd_ring_new(m, members, vnodes, &old) < 0) goto out;
+                }
+                struct rd_ring *next = NULL;
+                double t0 = now_ns();
+                int err =
+                    rd_ring_rebuild_with(old, m, members + 1, vnodes, with ? NULL : &traps, &next);
+                t[with][r] = (now_ns() - t0) / 1e6;
+                rd_ring_delete(next);
+                if (err < 0) goto out;
+            }
+        double without = median(t[0], REBUILDS), with = median(t[1], REBUILDS);
+        printf("  %-5s without %.3f  with %.3f  (%.3fx)\n", cold ? "cold" : "warm", without, with,
+               with / without);
+    }
+    rc = 0;
+out:
+    rd_ring_delete(old);
+    free(m);
+    free(names);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     size_t members = 1000;
@@ -253,5 +298,5 @@ int main(int argc, char **argv)
         COLUMN(anon_huge_kb, "AnonHugePages, kB");
 #undef COLUMN
     }
-    return 0;
+    return rebuilds_paired(members, vnodes) < 0 ? 1 : 0;
 }
