@@ -86,7 +86,6 @@
 #include "ketama.h"
 #include "namesort.h"
 #include "pointhash.h"
-#include "prefault.h"
 #include "rd_err.h"
 
 /* Inline XXH3 so that hashing a short key or point costs no call into libxxhash. */
@@ -151,15 +150,11 @@ struct rd_ring {
     void *point_ctx;
 };
 
-/* Every allocation of the module: malloc, its large blocks prefaulted (each is written
- * through at once), or a test's stand-in (ring_internal.h). Whatever it returns is released
- * with free(). */
+/* Every allocation of the module: malloc, or a test's failing stand-in (ring_internal.h).
+ * Whatever it returns is released with free(). */
 static void *ring_alloc(const struct rd_ring_hooks *hooks, size_t size)
 {
-    if (hooks && hooks->alloc) return hooks->alloc(size, hooks->ctx);
-    void *p = malloc(size);
-    rd_prefault(p, size);
-    return p;
+    return hooks && hooks->alloc ? hooks->alloc(size, hooks->ctx) : malloc(size);
 }
 
 /* ---- hashing ---------------------------------------------------------------------------- */
