@@ -78,8 +78,8 @@ bool rd_suspicion_extend(struct rd_suspicion *sp, const struct rd_suspicion_conf
  * that refutes a suspicion or a death was alive all along. The storm score counts the
  * distinct members seen refuting (ourselves included) over the last one to two windows,
  * less one: one member refuting again and again is Lifeguard's slow exception, which its
- * own health handles, and its refutations count once. A real crash is never refuted, so in a quiet
- * cluster the score is 0 and detection is as fast as ever.
+ * own health handles, and its refutations count once. A real crash is never refuted, so in
+ * a quiet cluster the score is 0 and detection is as fast as ever.
  */
 
 /** Distinct refuters remembered per window; the score never exceeds twice this less one. */
