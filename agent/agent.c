@@ -348,8 +348,8 @@ static void adopt_ring(struct rd_agent *a, struct rd_ring_job *job)
             RD_FUINT("ring_members", rd_ring_member_count(ring)),
             RD_FUINT("ring_points", rd_ring_point_count(ring)), RD_FDBL("moved", d->moved),
             RD_FUINT("moves", d->npairs), RD_FSTR("largest_move", top),
-            RD_FDBL("cpu_ms", (double)job->cpu_ns / 1e6), RD_FUINT("skipped", a->rebuilds_skipped),
-            RD_FUINT("given_up", a->builds_given_up));
+            RD_FDBL("cpu_ms", (double)job->cpu_ns / 1e6), RD_FUINT("faults", job->faults),
+            RD_FUINT("skipped", a->rebuilds_skipped), RD_FUINT("given_up", a->builds_given_up));
     a->rebuilds_skipped = 0;
     a->builds_given_up = 0;
     uint64_t budget, raw;

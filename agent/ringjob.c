@@ -87,11 +87,20 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Page faults of the calling thread so far. */
+static uint64_t thread_faults(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
 void rd_ring_job_run(struct rd_ring_job *job)
 {
-    uint64_t t0 = uv_hrtime(), cpu0 = thread_cpu_ns();
+    uint64_t t0 = uv_hrtime(), cpu0 = thread_cpu_ns(), faults0 = thread_faults();
     build_and_diff(job);
     job->cpu_ns = thread_cpu_ns() - cpu0;
+    job->faults = thread_faults() - faults0;
     job->run_ns = uv_hrtime() - t0;
 }
 

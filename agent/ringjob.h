@@ -65,6 +65,7 @@ struct rd_ring_job {
     struct rd_ring_diff diff; /**< old -> ring, unless same */
     uint64_t run_ns;          /**< wall time of the build and diff, waiting not counted */
     uint64_t cpu_ns;          /**< CPU time of the same, on the thread that ran it */
+    uint64_t faults;          /**< page faults that thread took meanwhile */
     /* for the caller of rd_ring_job_queue */
     void (*done)(struct rd_ring_job *job);
     void *ctx;

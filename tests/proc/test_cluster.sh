@@ -106,4 +106,7 @@ check "log says 'member left' for n7, not dead" \
 check "log says 'member dead' for n5" grep -q 'msg="member dead" member=n5' "$DIR/n0.log"
 check "log has ring rebuilds with moved fraction" grep -q 'msg="ring rebuilt".*moved=' "$DIR/n0.log"
 check "ring rebuilds say their CPU time" grep -Eq 'msg="ring rebuilt".* cpu_ms=[0-9]' "$DIR/n0.log"
+# Each agent's first rings are built in memory it never touched: some rebuild faulted.
+check "ring rebuilds say their page faults, some of them more than none" \
+  grep -Eq 'msg="ring rebuilt".* faults=[1-9]' "$DIR"/n*.log
 finish
