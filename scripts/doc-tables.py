@@ -146,8 +146,11 @@ def gen_sim_summary():
         fps = []
         for loss in (10, 20, 30):
             r = by.get((n, loss))
-            fps.append("skipped" if not r or r["status"] == "skipped"
-                       else sig2(float(r["fp_per_member_hour"])))
+            if not r or r["status"] == "skipped":
+                fps.append("skipped")
+            else:
+                fp = sig2(float(r["fp_per_member_hour"]))
+                fps.append(f"{fp} (earlier build)" if r["note"].startswith("earlier build") else fp)
         body.append([sweep_n(quiet, ","), f"{int(quiet['agree_ms']) / 1000:.2f} s",
                      f"{int(quiet['detect_ms']) / 1000:.1f} s",
                      f"{float(quiet['msgs_per_member_s']):.1f}", " / ".join(fps)])
