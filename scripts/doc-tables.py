@@ -84,10 +84,13 @@ def sweep_detect(r):
     return text
 
 
+def by_earlier_build(text, r):
+    """text, marked when the row was measured by an earlier build (its note says so)."""
+    return f"{text} (earlier build)" if r["note"].startswith("earlier build") else text
+
+
 def sweep_n(r, spec=""):
-    """N, marked when the row was measured by an earlier build (its note says so)."""
-    n = format(r["n"], spec)
-    return f"{n} (earlier build)" if r["note"].startswith("earlier build") else n
+    return by_earlier_build(format(r["n"], spec), r)
 
 
 def sweep_skipped(rows):
@@ -146,11 +149,8 @@ def gen_sim_summary():
         fps = []
         for loss in (10, 20, 30):
             r = by.get((n, loss))
-            if not r or r["status"] == "skipped":
-                fps.append("skipped")
-            else:
-                fp = sig2(float(r["fp_per_member_hour"]))
-                fps.append(f"{fp} (earlier build)" if r["note"].startswith("earlier build") else fp)
+            fps.append("skipped" if not r or r["status"] == "skipped"
+                       else by_earlier_build(sig2(float(r["fp_per_member_hour"])), r))
         body.append([sweep_n(quiet, ","), f"{int(quiet['agree_ms']) / 1000:.2f} s",
                      f"{int(quiet['detect_ms']) / 1000:.1f} s",
                      f"{float(quiet['msgs_per_member_s']):.1f}", " / ".join(fps)])
