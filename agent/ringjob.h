@@ -83,10 +83,13 @@ void rd_ring_job_run(struct rd_ring_job *job);
 /**
  * The share of members, by count, that the membership must have gained or lost since a job's
  * list for the job to be outgrown: more than 1/RD_RING_JOB_OUTGROWN_SHARE of the larger of
- * the two lists. The ring's merge pays up to a quarter of the points changing (ring.c), so
- * the ring of an outgrown list is no base for the next build, which is a full one anyway.
+ * the two lists (at 1,000 members, 16 or more). A build that the list outgrows is one whose
+ * thread got too little CPU to finish it before the list changed, so little of it is done,
+ * and finished late it would be followed by a second build for the members it missed. In
+ * join storms of 1,000 agents on two cores, that second build took a third of the builders'
+ * CPU at a share of 4, and next to none at 64 (bench/README.md, "Builds given up at a 64th").
  */
-#define RD_RING_JOB_OUTGROWN_SHARE 4
+#define RD_RING_JOB_OUTGROWN_SHARE 64
 /** Whether the membership, at `members` now, has outgrown the job's list (above). */
 bool rd_ring_job_outgrown(const struct rd_ring_job *job, size_t members);
 /**

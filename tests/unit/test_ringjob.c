@@ -7,8 +7,8 @@
  * of the same placement says so instead of diffing, and one that cannot build says why.
  * A job the thread has not taken gives way to a newer one, or is given up unrun; a job
  * given up while it builds stops, and stopping the builder reports it before it returns.
- * A job is outgrown once the membership has gained or lost more than a quarter of the
- * larger list, and not before.
+ * A job is outgrown once the membership has gained or lost more than a 64th of the larger
+ * list, and not before.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -353,20 +353,26 @@ static void test_the_builder_thread_gets_its_priority_back(void **state)
     close_builder(&loop, &b);
 }
 
-static void test_a_job_is_outgrown_past_a_quarter_of_the_larger_list(void **state)
+static void test_a_job_is_outgrown_past_a_64th_of_the_larger_list(void **state)
 {
     (void)state;
     make_members();
-    struct rd_ring_job *job = job_of(members, 150, NULL);
-    /* grown: 150 -> 200 is a quarter of 200 exactly; one more is past it */
-    assert_false(rd_ring_job_outgrown(job, 150));
-    assert_false(rd_ring_job_outgrown(job, 200));
-    assert_true(rd_ring_job_outgrown(job, 201));
+    struct rd_ring_job *job = job_of(members, 192, NULL);
+    /* grown: 192 -> 195 is 3, a 64th of 195 rounded down; one more is past it */
+    assert_false(rd_ring_job_outgrown(job, 192));
+    assert_false(rd_ring_job_outgrown(job, 195));
+    assert_true(rd_ring_job_outgrown(job, 196));
     assert_true(rd_ring_job_outgrown(job, 1000));
-    /* shrunk: a quarter of 150 is 37 (rounded down) */
-    assert_false(rd_ring_job_outgrown(job, 113));
-    assert_true(rd_ring_job_outgrown(job, 112));
+    /* shrunk: a 64th of 192 is 3 */
+    assert_false(rd_ring_job_outgrown(job, 189));
+    assert_true(rd_ring_job_outgrown(job, 188));
     assert_true(rd_ring_job_outgrown(job, 0));
+    rd_ring_job_free(job);
+    /* under 64 members, any change is past it */
+    job = job_of(members, 10, NULL);
+    assert_false(rd_ring_job_outgrown(job, 10));
+    assert_true(rd_ring_job_outgrown(job, 11));
+    assert_true(rd_ring_job_outgrown(job, 9));
     rd_ring_job_free(job);
     /* an empty list is outgrown by any member */
     job = job_of(members, 0, NULL);
@@ -402,7 +408,7 @@ int main(void)
         cmocka_unit_test(test_a_job_on_the_builder_builds_what_a_build_on_the_loop_builds),
         cmocka_unit_test(test_a_job_of_the_same_placement_says_so_and_diffs_nothing),
         cmocka_unit_test(test_a_job_that_cannot_build_reports_the_error),
-        cmocka_unit_test(test_a_job_is_outgrown_past_a_quarter_of_the_larger_list),
+        cmocka_unit_test(test_a_job_is_outgrown_past_a_64th_of_the_larger_list),
         cmocka_unit_test(test_a_job_not_yet_taken_gives_way_to_a_newer_one),
         cmocka_unit_test(test_a_job_not_yet_taken_is_given_up_unrun),
         cmocka_unit_test(test_a_running_job_given_up_stops),
