@@ -55,6 +55,7 @@ struct rd_ring_job *rd_ring_job_new(const struct rd_ring_member *members, size_t
     atomic_init(&job->abandon, false);
     job->work = rd_ring_job_run;
     job->n = n;
+    job->listed = n;
     job->mode = mode;
     job->vnodes = vnodes;
     job->old = old;
@@ -106,8 +107,8 @@ void rd_ring_job_run(struct rd_ring_job *job)
 
 bool rd_ring_job_outgrown(const struct rd_ring_job *job, size_t members)
 {
-    size_t larger = job->n > members ? job->n : members;
-    size_t changed = job->n > members ? job->n - members : members - job->n;
+    size_t larger = job->listed > members ? job->listed : members;
+    size_t changed = job->listed > members ? job->listed - members : members - job->listed;
     return changed > larger / RD_RING_JOB_OUTGROWN_SHARE;
 }
 

@@ -56,6 +56,8 @@ struct rd_ring_job {
     size_t max_moves; /**< moves the diff names (rd_ring_diff_top) */
     size_t n;         /**< members[0..n) */
     struct rd_ring_member *members;
+    size_t listed;       /**< members the list was taken from; n unless the caller sets it
+                              (the agent counts alive and suspect ones, drained included) */
     atomic_bool abandon; /**< set by rd_ring_builder_abandon, read by the build */
     /* what came of it: set by rd_ring_job_run */
     int rc;                   /**< 0, or the build's error (ring NULL); RD_ECANCELED: given up */
@@ -83,14 +85,16 @@ void rd_ring_job_run(struct rd_ring_job *job);
 /**
  * The share of members, by count, that the membership must have gained or lost since a job's
  * list for the job to be outgrown: more than 1/RD_RING_JOB_OUTGROWN_SHARE of the larger of
- * the two lists (at 1,000 members, 16 or more). A build that the list outgrows is one whose
- * thread got too little CPU to finish it before the list changed, so little of it is done,
- * and finished late it would be followed by a second build for the members it missed. In
- * join storms of 1,000 agents on two cores, that second build took a third of the builders'
- * CPU at a share of 4, and next to none at 64 (bench/README.md, "Builds given up at a 64th").
+ * the two lists it was taken from (at 1,000 members, 16 or more). On a crowded host such a
+ * build is one whose thread got too little CPU to finish it before the list changed, so
+ * little of it is done; finished late, it would be followed by a second build for the
+ * members it missed. In join storms of 1,000 agents on two cores, those second builds took
+ * a quarter to a third of the builders' CPU at a share of 4, and 2% at 64 (bench/README.md,
+ * "Builds given up at a 64th").
  */
 #define RD_RING_JOB_OUTGROWN_SHARE 64
-/** Whether the membership, at `members` now, has outgrown the job's list (above). */
+/** Whether the membership, at `members` now, has outgrown the job's list (above): compared
+ * with job->listed, so members left out of the ring (drained) count on both sides. */
 bool rd_ring_job_outgrown(const struct rd_ring_job *job, size_t members);
 /**
  * A job's other work: the builder thread shrinks its own malloc arena

@@ -22,11 +22,12 @@ Modes (PORT is an agent's gossip port on 127.0.0.1):
                       COUNT members "forged-K" of weight 100.0, alive at 127.0.0.1:FIRSTPORT+K
   crowd PORT COUNT FIRSTPORT PREFIX
                       COUNT members "PREFIX-K" of weight 1.0, alive at 127.0.0.1:FIRSTPORT+K
-  hijack PORT[,PORT...] COUNT FIRSTPORT SECONDS
+  hijack PORT[,PORT...] COUNT FIRSTPORT SECONDS [PREFIX WEIGHT]
                       the ring hijack: COUNT members "fake-K" of weight 100.0 that really
                       live at 127.0.0.1:FIRSTPORT+K for SECONDS, each announcing itself to
                       every PORT and answering every PING sent to it, so that they stay
-                      alive (one process binds, announces and answers: no PING is missed)
+                      alive (one process binds, announces and answers: no PING is missed);
+                      with PREFIX and WEIGHT, members "PREFIX-K" of that weight (0: drained)
   ping PORT TARGET    the smallest PING (19 bytes with a two-letter TARGET): prints the bytes
                       sent and the bytes that came back within 1 s
   pingreq PORT TARGET a PING_REQ asking the agent to probe TARGET at a socket of ours:
@@ -185,16 +186,16 @@ def mode_crowd(port, count, first, prefix):
     send_members(port, count, first, prefix.encode(), 1000)
 
 
-def mode_hijack(port, count, first, seconds):
-    count, first = int(count), int(first)
+def mode_hijack(port, count, first, seconds, prefix="fake", weight="100"):
+    count, first, milli = int(count), int(first), round(float(weight) * 1000)
     socks = []
     for k in range(count):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind((HOST, first + k))
         s.setblocking(False)
-        name = b"fake-%d" % k
+        name = b"%s-%d" % (prefix.encode(), k)
         for p in str(port).split(","):
-            s.sendto(packet(name, members=[member(name, first + k, 1, 0, 100000)]), (HOST, int(p)))
+            s.sendto(packet(name, members=[member(name, first + k, 1, 0, milli)]), (HOST, int(p)))
         socks.append((name, s))
     pings = 0
     end = time.monotonic() + float(seconds)

@@ -142,6 +142,22 @@ last_log_ms() {
 # builder_tid PID: the thread of agent PID named ring-builder (empty if it has none)
 builder_tid() { grep -lx ring-builder /proc/"$1"/task/*/comm | cut -d/ -f5; }
 
+# thread_cpu_ns PID TID: thread TID's time on a CPU so far, in ns (the first field of its
+# schedstat)
+thread_cpu_ns() { cut -d' ' -f1 "/proc/$1/task/$2/schedstat"; }
+
+# rings_given_up NAME: one "ring_members given_up" pair per `ring rebuilt` line of NAME's log
+rings_given_up() {
+  sed -n 's/.*msg="ring rebuilt".* ring_members=\([0-9]*\) .* given_up=\([0-9]*\).*/\1 \2/p' \
+    "$DIR/$1.log"
+}
+# first_given_up RINGS MIN: given_up= of the first of RINGS (rings_given_up) with MIN members
+# or more
+first_given_up() { echo "$1" | awk -v min="$2" '$1 >= min { print $2; exit }'; }
+
+# one_ring A B: agents A and B hold one ring (one checksum)
+one_ring() { [ "$(info "$1" ring_checksum)" = "$(info "$2" ring_checksum)" ]; }
+
 # starve PID TID SPINNERS: a thread that gets almost no CPU, as on a host crowded by a join
 # storm. Every thread of PID is pinned to the first CPU it may use, beside SPINNERS busy
 # loops (killed on exit, like the agents), and thread TID is put under SCHED_IDLE. False if
@@ -157,6 +173,14 @@ starve() {
   done
   PIDS="$PIDS $SPINNERS"
   taskset -a -p -c "$cpu" "$1" >/dev/null && chrt -i -p 0 "$2"
+}
+# starve_builder NAME: starve agent NAME's builder thread beside four busy loops; sets wpid
+# and builder, which unstarve takes. False, the test failed with the reason, if it cannot.
+starve_builder() {
+  wpid=$(pid_of "$1")
+  builder=$(builder_tid "$wpid")
+  [ -n "$builder" ] || { fail "$1 has no thread named ring-builder"; return 1; }
+  starve "$wpid" "$builder" 4 || { fail "could not pin $1 or lower its builder thread"; return 1; }
 }
 unstarve() {
   local p

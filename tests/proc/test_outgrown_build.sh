@@ -3,8 +3,8 @@
 # up for the newer list (agent/agent.c, give_up_outgrown). Agents a and w at 4,096 vnodes;
 # w's builder thread is starved (w pinned to one CPU beside four busy loops, the thread under
 # SCHED_IDLE). 30 forged members join; once w's builder has begun their ring, 400 more join,
-# and the membership has outgrown the build; then 10 more, three times, while the build given
-# up has yet to see that it was. Checked:
+# and the membership has outgrown the build; then 10 more, three times (each past a 64th of
+# the list), while the build given up has yet to see that it was. Checked:
 #  (a) w gives that build up, once: it adopts no ring of the 30 early members alone, and the
 #      ring it adopts next holds the late ones too and says so (`ring rebuilt ... given_up=1`:
 #      the changes that came while the build was stopping gave up nothing more);
@@ -25,13 +25,9 @@ start w $((PORT0 + 1)) --join "127.0.0.1:$PORT0" --vnodes 4096 || exit 1
 wait_for 20 agreed 2 >/dev/null || { fail "a and w did not agree within 20 s"; finish; exit; }
 
 # Starve w's builder, as test_starved_builder.sh does.
-wpid=$(pid_of w)
-builder=$(builder_tid "$wpid")
-[ -n "$builder" ] || { fail "w has no thread named ring-builder"; finish; exit; }
-starve "$wpid" "$builder" 4 || { fail "could not pin w or lower its builder thread"; finish; exit; }
+starve_builder w || { finish; exit; }
 
-# The builder's time on a CPU so far, in ns (the first field of its schedstat).
-builder_ns() { cut -d' ' -f1 "/proc/$wpid/task/$builder/schedstat"; }
+builder_ns() { thread_cpu_ns "$wpid" "$builder"; }
 answers() { [ "$(timeout 2 redis-cli -s "$DIR/w.sock" PING 2>/dev/null)" = PONG ]; }
 slowest=0 unanswered=0
 ping_w() {
@@ -70,16 +66,13 @@ check "(b) w answered PING within 0.5 s while its builder starved (slowest ${slo
 unstarve "$wpid" "$builder"
 big_ring() { [ "$(info w ring_members)" -ge 300 ]; }
 wait_for 20 big_ring >/dev/null
-# w's rings, one "members given_up" pair per `ring rebuilt` line
-rings=$(sed -n 's/.*msg="ring rebuilt".* ring_members=\([0-9]*\) .* given_up=\([0-9]*\).*/\1 \2/p' \
-  "$DIR/w.log")
+rings=$(rings_given_up w)
 echo "# w's rings (members given_up): $(echo "$rings" | tr '\n' ';')"
 no_early_ring() { echo "$rings" | awk '$1 > 2 && $1 < 300 { bad = 1 } END { exit bad }'; }
 check "(a) w adopted no ring of the early members alone" no_early_ring
-given_up() { echo "$rings" | awk '$1 >= 300 && !seen { seen = 1; ok = $2 == 1 } END { exit !ok }'; }
-check "(a) w's first ring of the late members counts the one build given up" given_up
-same_ring() { [ "$(info w ring_checksum)" = "$(info a ring_checksum)" ]; }
-settled() { wait_for 20 same_ring >/dev/null; }
+given_up_once() { [ "$(first_given_up "$rings" 300)" = 1 ]; }
+check "(a) w's first ring of the late members counts the one build given up" given_up_once
+settled() { wait_for 20 one_ring w a >/dev/null; }
 check "(c) w's ring is a's (one checksum) within 20 s" settled
 no_sanitizer_reports
 finish

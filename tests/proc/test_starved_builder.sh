@@ -24,10 +24,7 @@ wait_for 20 agreed 3 >/dev/null || { fail "3 agents did not agree within 20 s"; 
 
 # Starve w's builder: the whole agent on one CPU (the first this test may use) with four
 # busy loops, its builder thread (found by name) at SCHED_IDLE.
-wpid=$(pid_of w)
-builder=$(builder_tid "$wpid")
-[ -n "$builder" ] || { fail "w has no thread named ring-builder"; finish; exit; }
-starve "$wpid" "$builder" 4 || { fail "could not pin w or lower its builder thread"; finish; exit; }
+starve_builder w || { finish; exit; }
 
 # (a) and (b): flip a's weight until w reports a replaced list, at most 120 times
 skipped() { grep -E 'msg="ring rebuilt".* skipped=[1-9]' "$DIR/w.log" >/dev/null; }

@@ -8,7 +8,7 @@
  * A job the thread has not taken gives way to a newer one, or is given up unrun; a job
  * given up while it builds stops, and stopping the builder reports it before it returns.
  * A job is outgrown once the membership has gained or lost more than a 64th of the larger
- * list, and not before.
+ * list it was taken from, and not before.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -367,6 +367,14 @@ static void test_a_job_is_outgrown_past_a_64th_of_the_larger_list(void **state)
     assert_false(rd_ring_job_outgrown(job, 189));
     assert_true(rd_ring_job_outgrown(job, 188));
     assert_true(rd_ring_job_outgrown(job, 0));
+    rd_ring_job_free(job);
+    /* counted from the list the job was taken from, members left out of the ring included:
+     * 8 drained members of 200 are no change */
+    job = job_of(members, 192, NULL);
+    job->listed = 200;
+    assert_false(rd_ring_job_outgrown(job, 200));
+    assert_false(rd_ring_job_outgrown(job, 203));
+    assert_true(rd_ring_job_outgrown(job, 204));
     rd_ring_job_free(job);
     /* under 64 members, any change is past it */
     job = job_of(members, 10, NULL);
