@@ -85,12 +85,11 @@ void rd_ring_job_run(struct rd_ring_job *job);
 /**
  * The share of members, by count, that the membership must have gained or lost since a job's
  * list for the job to be outgrown: more than 1/RD_RING_JOB_OUTGROWN_SHARE of the larger of
- * the two lists it was taken from (at 1,000 members, 16 or more). On a crowded host such a
- * build is one whose thread got too little CPU to finish it before the list changed, so
- * little of it is done; finished late, it would be followed by a second build for the
- * members it missed. In join storms of 1,000 agents on two cores, those second builds took
- * a quarter to a third of the builders' CPU at a share of 4, and 2% at 64 (bench/README.md,
- * "Builds given up at a 64th").
+ * the two counts, then (job->listed) and now (at 1,000 members, 16 or more). On a crowded host such
+ * a build is one whose thread got too little CPU to finish it before the list changed, so little of
+ * it is done; finished late, it would be followed by a second build for the members it missed. In
+ * join storms of 1,000 agents on two cores, those second builds took a quarter to a third of the
+ * builders' CPU at a share of 4, and 2% at 64 (bench/README.md, "Builds given up at a 64th").
  */
 #define RD_RING_JOB_OUTGROWN_SHARE 64
 /** Whether the membership, at `members` now, has outgrown the job's list (above): compared
